@@ -1,0 +1,345 @@
+//! Bit-packed bitmaps for validity (1 = valid) and boolean values, LSB-first like Arrow.
+//!
+//! Bitwise combinations work a 64-bit word at a time, even when the operands are windows that
+//! start at different bit offsets.
+
+use std::sync::Arc;
+
+/// An immutable window of `len` bits starting at bit `offset` of shared words.
+#[derive(Clone)]
+pub struct Bitmap {
+    words: Arc<Vec<u64>>,
+    offset: usize,
+    len: usize,
+}
+
+impl Bitmap {
+    /// `len` bits, all set to `value`.
+    pub fn new_filled(len: usize, value: bool) -> Self {
+        let fill = if value { u64::MAX } else { 0 };
+        let mut words = vec![fill; len.div_ceil(64)];
+        clear_tail(&mut words, len);
+        Self {
+            words: Arc::new(words),
+            offset: 0,
+            len,
+        }
+    }
+
+    pub fn from_bools(bits: impl IntoIterator<Item = bool>) -> Self {
+        let mut b = BitmapBuilder::new();
+        for v in bits {
+            b.push(v);
+        }
+        b.finish()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        debug_assert!(i < self.len);
+        let bit = self.offset + i;
+        (self.words[bit / 64] >> (bit % 64)) & 1 == 1
+    }
+
+    /// The 64 bits starting at bit `64 * i` of this window (bits past `len` are zero).
+    #[inline]
+    pub fn word(&self, i: usize) -> u64 {
+        let start = self.offset + i * 64;
+        let (w, shift) = (start / 64, start % 64);
+        let lo = self.words.get(w).copied().unwrap_or(0);
+        let mut v = if shift == 0 {
+            lo
+        } else {
+            let hi = self.words.get(w + 1).copied().unwrap_or(0);
+            (lo >> shift) | (hi << (64 - shift))
+        };
+        let remaining = self.len.saturating_sub(i * 64);
+        if remaining < 64 {
+            v &= (1u64 << remaining) - 1;
+        }
+        v
+    }
+
+    pub fn word_count(&self) -> usize {
+        self.len.div_ceil(64)
+    }
+
+    pub fn count_ones(&self) -> usize {
+        (0..self.word_count())
+            .map(|i| self.word(i).count_ones() as usize)
+            .sum()
+    }
+
+    pub fn count_zeros(&self) -> usize {
+        self.len - self.count_ones()
+    }
+
+    pub fn slice(&self, offset: usize, len: usize) -> Self {
+        assert!(offset + len <= self.len, "bitmap slice out of bounds");
+        Self {
+            words: Arc::clone(&self.words),
+            offset: self.offset + offset,
+            len,
+        }
+    }
+
+    /// Builds a bitmap word by word from `f(word_index)`; bits past `len` are cleared.
+    pub fn from_word_fn(len: usize, f: impl FnMut(usize) -> u64) -> Self {
+        let mut words: Vec<u64> = (0..len.div_ceil(64)).map(f).collect();
+        clear_tail(&mut words, len);
+        Self {
+            words: Arc::new(words),
+            offset: 0,
+            len,
+        }
+    }
+
+    pub fn and(&self, other: &Bitmap) -> Bitmap {
+        assert_eq!(self.len, other.len);
+        Self::from_word_fn(self.len, |i| self.word(i) & other.word(i))
+    }
+
+    pub fn or(&self, other: &Bitmap) -> Bitmap {
+        assert_eq!(self.len, other.len);
+        Self::from_word_fn(self.len, |i| self.word(i) | other.word(i))
+    }
+
+    pub fn not(&self) -> Bitmap {
+        Self::from_word_fn(self.len, |i| !self.word(i))
+    }
+
+    /// Indexes of the set bits, in increasing order.
+    pub fn set_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.word_count()).flat_map(move |wi| {
+            let mut w = self.word(wi);
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let t = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(wi * 64 + t)
+            })
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
+        (0..self.len).map(move |i| self.get(i))
+    }
+
+    pub fn allocated_bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+}
+
+fn clear_tail(words: &mut [u64], len: usize) {
+    if len % 64 != 0 {
+        if let Some(last) = words.last_mut() {
+            *last &= (1u64 << (len % 64)) - 1;
+        }
+    }
+}
+
+impl PartialEq for Bitmap {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && (0..self.word_count()).all(|i| self.word(i) == other.word(i))
+    }
+}
+
+impl std::fmt::Debug for Bitmap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s: String = self.iter().map(|b| if b { '1' } else { '0' }).collect();
+        write!(f, "Bitmap({s})")
+    }
+}
+
+/// Appends bits; storage grows geometrically (via `Vec`).
+#[derive(Default, Clone, Debug)]
+pub struct BitmapBuilder {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl BitmapBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_capacity(bits: usize) -> Self {
+        Self {
+            words: Vec::with_capacity(bits.div_ceil(64)),
+            len: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn push(&mut self, v: bool) {
+        if self.len % 64 == 0 {
+            self.words.push(0);
+        }
+        if v {
+            let last = self.words.len() - 1;
+            self.words[last] |= 1u64 << (self.len % 64);
+        }
+        self.len += 1;
+    }
+
+    pub fn push_n(&mut self, v: bool, n: usize) {
+        // Fill the partial word bit by bit, then whole words at once.
+        let mut left = n;
+        while left > 0 && self.len % 64 != 0 {
+            self.push(v);
+            left -= 1;
+        }
+        let fill = if v { u64::MAX } else { 0 };
+        while left >= 64 {
+            self.words.push(fill);
+            self.len += 64;
+            left -= 64;
+        }
+        for _ in 0..left {
+            self.push(v);
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        (self.words[i / 64] >> (i % 64)) & 1 == 1
+    }
+
+    /// Drops bits past `len` (used to roll back a partially appended row).
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        self.len = len;
+        self.words.truncate(len.div_ceil(64));
+        clear_tail(&mut self.words, len);
+    }
+
+    pub fn finish(self) -> Bitmap {
+        Bitmap {
+            words: Arc::new(self.words),
+            offset: 0,
+            len: self.len,
+        }
+    }
+}
+
+/// Builds an optional validity bitmap that is only materialized once a null is appended.
+#[derive(Default, Clone, Debug)]
+pub struct ValidityBuilder {
+    bits: Option<BitmapBuilder>,
+    len: usize,
+}
+
+impl ValidityBuilder {
+    #[inline]
+    pub fn push(&mut self, valid: bool) {
+        match &mut self.bits {
+            Some(b) => b.push(valid),
+            None if valid => {}
+            None => {
+                let mut b = BitmapBuilder::with_capacity(self.len * 2 + 64);
+                b.push_n(true, self.len);
+                b.push(false);
+                self.bits = Some(b);
+            }
+        }
+        self.len += 1;
+    }
+
+    pub fn push_n(&mut self, valid: bool, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if valid && self.bits.is_none() {
+            self.len += n;
+            return;
+        }
+        self.push(valid);
+        if let Some(b) = &mut self.bits {
+            b.push_n(valid, n - 1);
+        }
+        self.len += n - 1;
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        if let Some(b) = &mut self.bits {
+            b.truncate(len);
+        }
+        self.len = self.len.min(len);
+    }
+
+    pub fn finish(self) -> Option<Bitmap> {
+        self.bits.map(BitmapBuilder::finish)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_at_unaligned_offsets() {
+        let bits: Vec<bool> = (0..200).map(|i| i % 3 == 0 || i % 7 == 0).collect();
+        let bm = Bitmap::from_bools(bits.iter().copied());
+        for off in [0, 1, 5, 63, 64, 65, 130] {
+            let s = bm.slice(off, 200 - off);
+            let expect: Vec<bool> = bits[off..].to_vec();
+            assert_eq!(s.iter().collect::<Vec<_>>(), expect);
+            assert_eq!(s.count_ones(), expect.iter().filter(|b| **b).count());
+            let idx: Vec<usize> = s.set_indices().collect();
+            let want: Vec<usize> = (0..expect.len()).filter(|&i| expect[i]).collect();
+            assert_eq!(idx, want);
+        }
+        let a = bm.slice(3, 100);
+        let b = bm.slice(70, 100);
+        let and = a.and(&b);
+        for i in 0..100 {
+            assert_eq!(and.get(i), a.get(i) && b.get(i));
+        }
+        assert_eq!(a.not().count_ones(), 100 - a.count_ones());
+    }
+
+    #[test]
+    fn builder_push_n_and_truncate() {
+        let mut b = BitmapBuilder::new();
+        b.push(true);
+        b.push_n(false, 70);
+        b.push_n(true, 130);
+        assert_eq!(b.len(), 201);
+        let bm = b.clone().finish();
+        assert_eq!(bm.count_ones(), 131);
+        b.truncate(50);
+        assert_eq!(b.finish().count_ones(), 1);
+    }
+
+    #[test]
+    fn validity_is_lazy() {
+        let mut v = ValidityBuilder::default();
+        v.push_n(true, 10);
+        assert!(v.clone().finish().is_none());
+        v.push(false);
+        v.push(true);
+        let bm = v.finish().unwrap();
+        assert_eq!(bm.len(), 12);
+        assert!(!bm.get(10) && bm.get(11) && bm.get(0));
+    }
+}

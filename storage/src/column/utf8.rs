@@ -1,0 +1,187 @@
+//! UTF-8 string columns in Arrow's large_utf8 layout: one byte buffer plus `len + 1` i64
+//! offsets into it. Every constructor guarantees the bytes between offsets are valid UTF-8.
+
+use crate::bitmap::{Bitmap, ValidityBuilder};
+use crate::buffer::Buffer;
+
+#[derive(Clone, Debug)]
+pub struct Utf8Column {
+    offsets: Buffer<i64>,
+    data: Buffer<u8>,
+    validity: Option<Bitmap>,
+}
+
+impl Utf8Column {
+    pub fn from_strs<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> Self {
+        let mut b = Utf8Builder::default();
+        for v in values {
+            b.push_option(v);
+        }
+        b.finish()
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn offsets(&self) -> &[i64] {
+        self.offsets.as_slice()
+    }
+
+    /// The shared byte buffer the offsets point into.
+    pub fn data(&self) -> &[u8] {
+        self.data.as_slice()
+    }
+
+    pub fn validity(&self) -> Option<&Bitmap> {
+        self.validity.as_ref()
+    }
+
+    #[inline]
+    pub fn is_valid(&self, i: usize) -> bool {
+        self.validity.as_ref().is_none_or(|v| v.get(i))
+    }
+
+    #[inline]
+    pub fn value_bytes(&self, i: usize) -> &[u8] {
+        let o = self.offsets.as_slice();
+        &self.data.as_slice()[o[i] as usize..o[i + 1] as usize]
+    }
+
+    /// The string at row `i` (empty for a null row).
+    #[inline]
+    pub fn value(&self, i: usize) -> &str {
+        let bytes = self.value_bytes(i);
+        // SAFETY: every constructor of Utf8Column appends only `&str` data (see Utf8Builder),
+        // and offsets always fall on the boundaries of those appended strings, so the bytes
+        // between two offsets are valid UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&str> {
+        self.is_valid(i).then(|| self.value(i))
+    }
+
+    pub fn null_count(&self) -> usize {
+        self.validity.as_ref().map_or(0, Bitmap::count_zeros)
+    }
+
+    pub fn slice(&self, offset: usize, len: usize) -> Self {
+        Self {
+            offsets: self.offsets.slice(offset, len + 1),
+            data: self.data.clone(),
+            validity: self.validity.as_ref().map(|v| v.slice(offset, len)),
+        }
+    }
+
+    pub fn take(&self, indices: &[u32]) -> Self {
+        let mut b = Utf8Builder::with_capacity(indices.len(), indices.len() * 8);
+        for &i in indices {
+            b.push_option(if i == u32::MAX {
+                None
+            } else {
+                self.get(i as usize)
+            });
+        }
+        b.finish()
+    }
+
+    pub fn concat(parts: &[&Self]) -> Self {
+        let rows = parts.iter().map(|p| p.len()).sum();
+        let bytes = parts.iter().map(|p| p.value_bytes_total()).sum();
+        let mut b = Utf8Builder::with_capacity(rows, bytes);
+        for p in parts {
+            for i in 0..p.len() {
+                b.push_option(p.get(i));
+            }
+        }
+        b.finish()
+    }
+
+    fn value_bytes_total(&self) -> usize {
+        let o = self.offsets();
+        (o[o.len() - 1] - o[0]) as usize
+    }
+
+    pub fn allocated_bytes(&self) -> usize {
+        self.offsets.allocated_bytes()
+            + self.data.allocated_bytes()
+            + self.validity.as_ref().map_or(0, Bitmap::allocated_bytes)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Utf8Builder {
+    offsets: Vec<i64>,
+    data: Vec<u8>,
+    validity: ValidityBuilder,
+}
+
+impl Default for Utf8Builder {
+    fn default() -> Self {
+        Self::with_capacity(0, 0)
+    }
+}
+
+impl Utf8Builder {
+    pub fn with_capacity(rows: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        Self {
+            offsets,
+            data: Vec::with_capacity(bytes),
+            validity: ValidityBuilder::default(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    pub fn push(&mut self, v: &str) {
+        self.data.extend_from_slice(v.as_bytes());
+        self.offsets.push(self.data.len() as i64);
+        self.validity.push(true);
+    }
+
+    #[inline]
+    pub fn push_null(&mut self) {
+        self.offsets.push(self.data.len() as i64);
+        self.validity.push(false);
+    }
+
+    #[inline]
+    pub fn push_option(&mut self, v: Option<&str>) {
+        match v {
+            Some(v) => self.push(v),
+            None => self.push_null(),
+        }
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            self.offsets.truncate(len + 1);
+            self.data.truncate(self.offsets[len] as usize);
+            self.validity.truncate(len);
+        }
+    }
+
+    pub fn finish(self) -> Utf8Column {
+        let validity = self.validity.finish().filter(|v| v.count_zeros() > 0);
+        Utf8Column {
+            offsets: Buffer::from_vec(self.offsets),
+            data: Buffer::from_vec(self.data),
+            validity,
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! Decodes one block into a batch of the projected columns.
+//!
+//! Two passes: the tokenizer records the spans of the projected fields of every record, then
+//! each projected column is parsed in one tight loop straight into its builder. Unprojected
+//! fields are tokenized (their boundaries must be found) but never parsed. Errors are reported
+//! for the first offending record in file order, whichever column finds it.
+
+use std::sync::Arc;
+
+use super::error::{CsvError, CsvErrorKind};
+use super::split::Block;
+use super::tokenize::{field_bytes, Dialect, FieldSpan, TokenError, TokenErrorKind, Tokenizer};
+use crate::batch::Batch;
+use crate::column::{Column, ColumnBuilder};
+use crate::datatype::{DataType, SchemaRef};
+use crate::parse;
+use crate::temporal;
+
+/// A record skipped under `ignore_errors`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedRow {
+    pub line: u64,
+    pub reason: String,
+}
+
+#[derive(Debug)]
+pub struct DecodedBlock {
+    pub seq: u64,
+    pub batch: Batch,
+    pub skipped: Vec<SkippedRow>,
+}
+
+/// Decodes blocks of one file; shared by all workers (it holds no per-block state).
+#[derive(Clone, Debug)]
+pub struct BlockDecoder {
+    file: String,
+    dialect: Dialect,
+    file_schema: SchemaRef,
+    projection: Vec<usize>,
+    out_schema: SchemaRef,
+    null_values: Vec<Vec<u8>>,
+    null_padding: bool,
+    truncate_extra_fields: bool,
+    ignore_errors: bool,
+}
+
+/// A missing field (the record was short and `null_padding` is on).
+const MISSING: FieldSpan = FieldSpan {
+    start: u32::MAX,
+    end: u32::MAX,
+    quoted: false,
+    escaped: false,
+};
+
+struct Tokenized {
+    spans: Vec<FieldSpan>,
+    lines: Vec<u64>,
+    skipped: Vec<SkippedRow>,
+    /// A syntax error that stopped tokenizing before row `.0` (without ignore_errors).
+    stop: Option<(usize, CsvError)>,
+}
+
+impl BlockDecoder {
+    pub(crate) fn new(
+        file: String,
+        dialect: Dialect,
+        file_schema: SchemaRef,
+        projection: Vec<usize>,
+        options: &super::CsvOptions,
+    ) -> Self {
+        let out_schema = Arc::new(file_schema.project(&projection));
+        Self {
+            file,
+            dialect,
+            file_schema,
+            projection,
+            out_schema,
+            null_values: options
+                .null_values
+                .iter()
+                .map(|s| s.as_bytes().to_vec())
+                .collect(),
+            null_padding: options.null_padding,
+            truncate_extra_fields: options.truncate_extra_fields,
+            ignore_errors: options.ignore_errors,
+        }
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.out_schema
+    }
+
+    fn column_name(&self, field: usize) -> String {
+        self.file_schema
+            .fields
+            .get(field)
+            .map_or_else(|| format!("column{field}"), |f| f.name.clone())
+    }
+
+    fn token_error(&self, buf: &[u8], e: &TokenError) -> CsvError {
+        let kind = match e.kind {
+            TokenErrorKind::UnterminatedQuote => CsvErrorKind::UnterminatedQuote,
+            TokenErrorKind::CharAfterQuote(b) => CsvErrorKind::CharAfterQuote { found: b as char },
+            TokenErrorKind::StrayQuote => {
+                let line_end = memchr::memchr(b'\n', &buf[e.record_start..])
+                    .map_or(buf.len(), |k| e.record_start + k);
+                let text = String::from_utf8_lossy(&buf[e.record_start..line_end]);
+                CsvErrorKind::StrayQuote {
+                    text: text.chars().take(80).collect(),
+                }
+            }
+        };
+        CsvError::new(&self.file, kind)
+            .at_line(e.line)
+            .in_column(e.field, self.column_name(e.field))
+    }
+
+    fn tokenize(&self, block: &Block) -> Tokenized {
+        let buf = &block.data[..];
+        let width = self.projection.len();
+        let expected = self.file_schema.len();
+        let mut out = Tokenized {
+            spans: Vec::new(),
+            lines: Vec::new(),
+            skipped: Vec::new(),
+            stop: None,
+        };
+        let mut tok = Tokenizer::new(buf, block.first_line, &self.dialect);
+        let mut fields = Vec::with_capacity(expected);
+        loop {
+            let rec = match tok.next_record(&mut fields) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => {
+                    let err = self.token_error(buf, &e);
+                    if !self.ignore_errors {
+                        out.stop = Some((out.lines.len(), err));
+                        break;
+                    }
+                    out.skipped.push(SkippedRow {
+                        line: e.line,
+                        reason: err.reason(),
+                    });
+                    tok.resync_after(&e);
+                    continue;
+                }
+            };
+            let found = fields.len();
+            let ragged = if found < expected && !self.null_padding {
+                Some(CsvErrorKind::TooFewFields { expected, found })
+            } else if found > expected && !self.truncate_extra_fields {
+                Some(CsvErrorKind::TooManyFields { expected, found })
+            } else {
+                None
+            };
+            if let Some(kind) = ragged {
+                let err = CsvError::new(&self.file, kind).at_line(rec.line);
+                if !self.ignore_errors {
+                    out.stop = Some((out.lines.len(), err));
+                    break;
+                }
+                out.skipped.push(SkippedRow {
+                    line: rec.line,
+                    reason: err.reason(),
+                });
+                continue;
+            }
+            out.spans.extend(
+                self.projection
+                    .iter()
+                    .map(|&c| fields.get(c).copied().unwrap_or(MISSING)),
+            );
+            out.lines.push(rec.line);
+        }
+        debug_assert_eq!(out.spans.len(), out.lines.len() * width);
+        out
+    }
+
+    #[inline]
+    fn is_null(&self, span: FieldSpan, bytes: &[u8]) -> bool {
+        !span.quoted && self.null_values.iter().any(|n| n == bytes)
+    }
+
+    /// Decodes a block; on malformed input returns the first error in file order, or with
+    /// `ignore_errors` skips the offending records and lists them.
+    pub fn decode(&self, block: &Block) -> Result<DecodedBlock, CsvError> {
+        let tokenized = self.tokenize(block);
+        let rows = tokenized.lines.len();
+        let width = self.projection.len();
+        let buf = &block.data[..];
+        let quote = self.dialect.quote.unwrap_or(b'"');
+        let mut scratch = Vec::new();
+        // Without ignore_errors: the first (row, field) that failed. With it: a reason per row.
+        let mut first: Option<(usize, usize, CsvError)> = None;
+        let mut bad: Vec<Option<String>> = Vec::new();
+        let mut columns = Vec::with_capacity(width);
+        for (slot, &field) in self.projection.iter().enumerate() {
+            let ty = self.file_schema.field(field).data_type;
+            let mut builder = ColumnBuilder::with_capacity(ty, rows);
+            let end = first
+                .as_ref()
+                .map_or(rows, |f| if field < f.1 { f.0 + 1 } else { f.0 });
+            for row in 0..end {
+                let span = tokenized.spans[row * width + slot];
+                if span == MISSING {
+                    builder.push_null();
+                    continue;
+                }
+                let bytes = field_bytes(buf, span, quote, &mut scratch);
+                if self.is_null(span, bytes) {
+                    builder.push_null();
+                    continue;
+                }
+                if let Err(kind) = push_parsed(&mut builder, bytes) {
+                    let err = CsvError::new(&self.file, kind)
+                        .at_line(tokenized.lines[row])
+                        .in_column(field, self.column_name(field));
+                    if self.ignore_errors {
+                        if bad.is_empty() {
+                            bad = vec![None; rows];
+                        }
+                        bad[row].get_or_insert_with(|| err.reason());
+                        builder.push_null();
+                    } else {
+                        first = Some((row, field, err));
+                        break;
+                    }
+                }
+            }
+            columns.push(builder);
+        }
+        if let Some((row, _, err)) = first {
+            let before_stop = tokenized
+                .stop
+                .as_ref()
+                .is_none_or(|(stop_row, _)| row < *stop_row);
+            if before_stop {
+                return Err(err);
+            }
+        }
+        if let Some((_, err)) = tokenized.stop {
+            return Err(err);
+        }
+        let mut columns: Vec<Column> = columns.into_iter().map(ColumnBuilder::finish).collect();
+        let mut skipped = tokenized.skipped;
+        let mut kept_rows = rows;
+        if !bad.is_empty() {
+            let keep = crate::bitmap::Bitmap::from_bools(bad.iter().map(Option::is_none));
+            kept_rows = keep.count_ones();
+            columns = columns.iter().map(|c| c.filter(&keep)).collect();
+            for (row, reason) in bad.into_iter().enumerate() {
+                if let Some(reason) = reason {
+                    skipped.push(SkippedRow {
+                        line: tokenized.lines[row],
+                        reason,
+                    });
+                }
+            }
+            skipped.sort_by_key(|s| s.line);
+        }
+        let batch = Batch::try_new(self.out_schema.clone(), columns, kept_rows)
+            .expect("decoder builds columns of the schema's types and equal lengths");
+        Ok(DecodedBlock {
+            seq: block.seq,
+            batch,
+            skipped,
+        })
+    }
+}
+
+/// Parses `bytes` as the builder's type and appends it.
+#[inline]
+fn push_parsed(builder: &mut ColumnBuilder, bytes: &[u8]) -> Result<(), CsvErrorKind> {
+    let fail = |ty: DataType| CsvErrorKind::Parse {
+        text: String::from_utf8_lossy(bytes).into_owned(),
+        data_type: ty,
+    };
+    match builder {
+        ColumnBuilder::Boolean(b) => {
+            b.push(parse::parse_bool(bytes).ok_or_else(|| fail(DataType::Boolean))?)
+        }
+        ColumnBuilder::Int32(b) => {
+            b.push(parse::parse_i32(bytes).ok_or_else(|| fail(DataType::Int32))?)
+        }
+        ColumnBuilder::Int64(b) => {
+            b.push(parse::parse_i64(bytes).ok_or_else(|| fail(DataType::Int64))?)
+        }
+        ColumnBuilder::Float64(b) => {
+            b.push(parse::parse_f64(bytes).ok_or_else(|| fail(DataType::Float64))?)
+        }
+        ColumnBuilder::Date32(b) => {
+            b.push(temporal::parse_date(bytes).ok_or_else(|| fail(DataType::Date32))?)
+        }
+        ColumnBuilder::Timestamp(b) => {
+            b.push(temporal::parse_timestamp(bytes).ok_or_else(|| fail(DataType::Timestamp))?)
+        }
+        ColumnBuilder::Utf8(b) => {
+            b.push(std::str::from_utf8(bytes).map_err(|_| CsvErrorKind::InvalidUtf8)?)
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,31 @@
+//! CSV reading and writing.
+//!
+//! Reading happens in three steps, each in its own module:
+//! 1. [`reader`] reads the head of the input (BOM, `skip_rows`, header) and fixes the schema,
+//!    inferring types from samples taken at several places in the file ([`infer`]).
+//! 2. [`split`] cuts the rest of the input into byte-range blocks that begin at record
+//!    boundaries. Boundaries depend only on the bytes and the block size, never on how many
+//!    workers decode, so a block is a morsel: it can be decoded anywhere, in any order.
+//! 3. [`decode`] tokenizes a block ([`tokenize`]) and parses only the projected columns,
+//!    straight into column builders, reporting malformed input with file, line and column.
+//!
+//! Memory stays bounded by the block size (plus the longest record), not the file size.
+
+mod decode;
+mod error;
+mod infer;
+mod input;
+mod options;
+mod reader;
+mod split;
+mod tokenize;
+mod writer;
+
+pub use decode::{BlockDecoder, DecodedBlock, SkippedRow};
+pub use error::{CsvError, CsvErrorKind};
+pub use infer::{ColumnInference, InferenceReport};
+pub use input::CsvInput;
+pub use options::CsvOptions;
+pub use reader::{CsvData, CsvReader};
+pub use split::{Block, BlockSplitter};
+pub use writer::{format_float, write_csv, CsvWriteOptions};

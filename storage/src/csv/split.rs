@@ -1,0 +1,167 @@
+//! Cuts the data part of a CSV input into blocks that begin at record boundaries.
+//!
+//! A block boundary is the end of the last complete record (one ended by a line break) within
+//! the first `block_size` bytes of what remains; a newline inside a quoted field is never a
+//! boundary. Blocks without any quote byte take the fast path (the last newline); blocks with
+//! quotes are walked with the tokenizer, which also understands comment lines. Boundaries
+//! depend only on the bytes and `block_size`, so the same input always yields the same blocks.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use memchr::{memchr, memrchr};
+
+use super::error::CsvError;
+use super::input::CsvInput;
+use super::tokenize::{Dialect, Tokenizer};
+
+/// A morsel of CSV input: whole records, with the position of its first byte.
+#[derive(Clone, Debug)]
+pub struct Block {
+    /// 0-based sequence number; restores file order after parallel decoding.
+    pub seq: u64,
+    pub data: Arc<[u8]>,
+    /// Byte offset of `data[0]` in the input.
+    pub offset: u64,
+    /// 1-based physical line of `data[0]`.
+    pub first_line: u64,
+}
+
+pub struct BlockSplitter {
+    input: Box<dyn Read + Send>,
+    name: CsvInput,
+    dialect: Dialect,
+    block_size: usize,
+    pending: Vec<u8>,
+    eof: bool,
+    done: bool,
+    next_seq: u64,
+    offset: u64,
+    line: u64,
+    rows_left: Option<usize>,
+}
+
+impl BlockSplitter {
+    pub(crate) fn new(
+        input: &CsvInput,
+        start: u64,
+        first_line: u64,
+        dialect: Dialect,
+        block_size: usize,
+        n_rows: Option<usize>,
+    ) -> Result<Self, CsvError> {
+        Ok(Self {
+            input: input.open_at(start)?,
+            name: input.clone(),
+            dialect,
+            block_size: block_size.max(1),
+            pending: Vec::new(),
+            eof: false,
+            done: n_rows == Some(0),
+            next_seq: 0,
+            offset: start,
+            line: first_line,
+            rows_left: n_rows,
+        })
+    }
+
+    /// Reads until `pending` holds at least `want` bytes or the input ends.
+    fn fill(&mut self, want: usize) -> Result<(), CsvError> {
+        while !self.eof && self.pending.len() < want {
+            let need = want - self.pending.len();
+            let got = (&mut self.input)
+                .take(need as u64)
+                .read_to_end(&mut self.pending)
+                .map_err(|e| self.name.io_error(e))?;
+            if got == 0 {
+                self.eof = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next block, or `None` when the input (or `n_rows`) is exhausted.
+    pub fn next_block(&mut self) -> Result<Option<Block>, CsvError> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut want = self.block_size;
+        let cut = loop {
+            self.fill(want)?;
+            if self.pending.is_empty() {
+                self.done = true;
+                return Ok(None);
+            }
+            if self.eof && self.pending.len() <= want {
+                break self.pending.len();
+            }
+            match last_boundary(&self.pending[..want.min(self.pending.len())], &self.dialect) {
+                Some(b) => break b,
+                // One record is longer than the block: read further until it ends.
+                None => want = want.saturating_mul(2),
+            }
+        };
+        let mut cut = cut;
+        if let Some(left) = self.rows_left {
+            let (count, end) = count_records(&self.pending[..cut], left, &self.dialect);
+            if count >= left {
+                cut = end;
+                self.done = true;
+            }
+            self.rows_left = Some(left - count.min(left));
+        }
+        let rest = self.pending.split_off(cut);
+        let data: Arc<[u8]> = std::mem::replace(&mut self.pending, rest).into();
+        let block = Block {
+            seq: self.next_seq,
+            data,
+            offset: self.offset,
+            first_line: self.line,
+        };
+        self.next_seq += 1;
+        self.offset += cut as u64;
+        self.line += memchr::memchr_iter(b'\n', &block.data).count() as u64;
+        if self.eof && self.pending.is_empty() {
+            self.done = true;
+        }
+        Ok(Some(block))
+    }
+}
+
+/// End of the last complete, line-terminated record in `buf` (which starts at a boundary).
+fn last_boundary(buf: &[u8], dialect: &Dialect) -> Option<usize> {
+    let quote_free = dialect.quote.is_none_or(|q| memchr(q, buf).is_none());
+    if quote_free {
+        return memrchr(b'\n', buf).map(|i| i + 1);
+    }
+    let mut t = Tokenizer::new(buf, 1, dialect);
+    let mut fields = Vec::new();
+    let mut last = None;
+    loop {
+        match t.next_record(&mut fields) {
+            Ok(Some(r)) if r.terminated => last = Some(t.position()),
+            Ok(_) => return last,
+            // A syntax error: end the block right before the bad record, so that the next
+            // block's decoder reports it with its true line. A bad first record ends where
+            // the decoder resumes after it under ignore_errors: the next line break.
+            Err(e) if e.record_start > 0 => return Some(e.record_start),
+            Err(e) => return memchr(b'\n', &buf[e.at..]).map(|k| e.at + k + 1),
+        }
+    }
+}
+
+/// Counts up to `limit` records in `buf`; returns the count and the byte after the last one.
+fn count_records(buf: &[u8], limit: usize, dialect: &Dialect) -> (usize, usize) {
+    let mut t = Tokenizer::new(buf, 1, dialect);
+    let mut fields = Vec::new();
+    let mut count = 0;
+    while count < limit {
+        match t.next_record(&mut fields) {
+            Ok(Some(_)) => count += 1,
+            Ok(None) => break,
+            // Malformed records count as records; the decoder reports or skips them.
+            Err(_) => return (count, buf.len()),
+        }
+    }
+    (count, t.position())
+}

@@ -1,0 +1,351 @@
+//! The record tokenizer: finds field boundaries in a block, nothing more.
+//!
+//! Grammar (RFC 4180 plus common extensions): fields are separated by the delimiter and records
+//! by `\n` or `\r\n`; a field that starts with the quote character runs to the matching closing
+//! quote, may contain delimiters and newlines, and writes a literal quote as two quotes. A quote
+//! anywhere else is an error, and so is anything but a delimiter or line end after a closing
+//! quote: a mis-quoted file is reported, never silently reshaped. Blank lines and lines that
+//! start with the comment prefix are skipped.
+
+use memchr::{memchr, memchr3};
+
+/// Bytes `start..end` of the block (quotes excluded for quoted fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldSpan {
+    pub start: u32,
+    pub end: u32,
+    pub quoted: bool,
+    /// Holds doubled quotes that decode to one quote each.
+    pub escaped: bool,
+}
+
+/// The syntax bits of the options, borrowed by the tokenizer.
+#[derive(Clone, Debug)]
+pub struct Dialect {
+    pub delimiter: u8,
+    pub quote: Option<u8>,
+    pub comment: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenErrorKind {
+    UnterminatedQuote,
+    CharAfterQuote(u8),
+    StrayQuote,
+}
+
+/// A syntax error: the record's first line, the 0-based field, and the byte where it stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenError {
+    pub line: u64,
+    pub field: usize,
+    pub record_start: usize,
+    pub at: usize,
+    pub kind: TokenErrorKind,
+}
+
+/// One record: where it starts (byte and line) and whether a line end terminated it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordInfo {
+    pub start: usize,
+    pub line: u64,
+    pub terminated: bool,
+}
+
+pub struct Tokenizer<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    line: u64,
+    dialect: &'a Dialect,
+}
+
+impl<'a> Tokenizer<'a> {
+    /// Starts at the beginning of `buf`, whose first byte lies on physical line `first_line`.
+    pub fn new(buf: &'a [u8], first_line: u64, dialect: &'a Dialect) -> Self {
+        Self {
+            buf,
+            pos: 0,
+            line: first_line,
+            dialect,
+        }
+    }
+
+    /// Resumes after a syntax error at the line break following byte `at`.
+    pub fn resync_after(&mut self, e: &TokenError) {
+        let resume = memchr(b'\n', &self.buf[e.at.min(self.buf.len())..])
+            .map_or(self.buf.len(), |k| e.at + k + 1);
+        let skipped = &self.buf[e.record_start..resume];
+        self.line = e.line + memchr::memchr_iter(b'\n', skipped).count() as u64;
+        self.pos = resume;
+    }
+
+    /// Byte position after the last record read.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Skips blank and comment lines; false at the end of the buffer.
+    fn skip_ignorable(&mut self) -> bool {
+        let buf = self.buf;
+        loop {
+            if self.pos >= buf.len() {
+                return false;
+            }
+            let rest = &buf[self.pos..];
+            if rest[0] == b'\n' {
+                self.pos += 1;
+                self.line += 1;
+            } else if rest.starts_with(b"\r\n") {
+                self.pos += 2;
+                self.line += 1;
+            } else if self
+                .dialect
+                .comment
+                .as_deref()
+                .is_some_and(|c| rest.starts_with(c))
+            {
+                match memchr(b'\n', rest) {
+                    Some(k) => {
+                        self.pos += k + 1;
+                        self.line += 1;
+                    }
+                    None => self.pos = buf.len(),
+                }
+            } else {
+                return true;
+            }
+        }
+    }
+
+    /// Reads the next record's field spans into `fields`.
+    pub fn next_record(
+        &mut self,
+        fields: &mut Vec<FieldSpan>,
+    ) -> Result<Option<RecordInfo>, TokenError> {
+        fields.clear();
+        if !self.skip_ignorable() {
+            return Ok(None);
+        }
+        let buf = self.buf;
+        let len = buf.len();
+        let d = self.dialect.delimiter;
+        let record = RecordInfo {
+            start: self.pos,
+            line: self.line,
+            terminated: true,
+        };
+        let err = |field: usize, at: usize, kind| TokenError {
+            line: record.line,
+            field,
+            record_start: record.start,
+            at,
+            kind,
+        };
+        loop {
+            let pos = self.pos;
+            if pos >= len {
+                fields.push(FieldSpan {
+                    start: len as u32,
+                    end: len as u32,
+                    quoted: false,
+                    escaped: false,
+                });
+                return Ok(Some(RecordInfo {
+                    terminated: false,
+                    ..record
+                }));
+            }
+            if let Some(q) = self.dialect.quote.filter(|&q| buf[pos] == q) {
+                let mut i = pos + 1;
+                let mut escaped = false;
+                loop {
+                    let Some(k) = memchr(q, &buf[i..]) else {
+                        return Err(err(fields.len(), len, TokenErrorKind::UnterminatedQuote));
+                    };
+                    self.line += memchr::memchr_iter(b'\n', &buf[i..i + k]).count() as u64;
+                    i += k + 1;
+                    if i < len && buf[i] == q {
+                        escaped = true;
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                fields.push(FieldSpan {
+                    start: (pos + 1) as u32,
+                    end: (i - 1) as u32,
+                    quoted: true,
+                    escaped,
+                });
+                self.pos = i;
+                if i >= len {
+                    return Ok(Some(RecordInfo {
+                        terminated: false,
+                        ..record
+                    }));
+                }
+                match buf[i] {
+                    b if b == d => self.pos = i + 1,
+                    b'\n' => {
+                        self.pos = i + 1;
+                        self.line += 1;
+                        return Ok(Some(record));
+                    }
+                    // A lone `\r` can only end the input: blocks are cut after `\n`.
+                    b'\r' if i + 1 == len => {
+                        self.pos = len;
+                        return Ok(Some(RecordInfo {
+                            terminated: false,
+                            ..record
+                        }));
+                    }
+                    b'\r' if buf.get(i + 1) == Some(&b'\n') => {
+                        self.pos = i + 2;
+                        self.line += 1;
+                        return Ok(Some(record));
+                    }
+                    b => {
+                        return Err(err(fields.len() - 1, i, TokenErrorKind::CharAfterQuote(b)));
+                    }
+                }
+            } else {
+                let rest = &buf[pos..];
+                let found = match self.dialect.quote {
+                    Some(q) => memchr3(d, b'\n', q, rest),
+                    None => memchr::memchr2(d, b'\n', rest),
+                };
+                let end = pos + found.unwrap_or(rest.len());
+                if end < len && Some(buf[end]) == self.dialect.quote {
+                    return Err(err(fields.len(), end, TokenErrorKind::StrayQuote));
+                }
+                if end >= len {
+                    let fend = if len > pos && buf[len - 1] == b'\r' {
+                        len - 1
+                    } else {
+                        len
+                    };
+                    fields.push(FieldSpan {
+                        start: pos as u32,
+                        end: fend as u32,
+                        quoted: false,
+                        escaped: false,
+                    });
+                    self.pos = len;
+                    return Ok(Some(RecordInfo {
+                        terminated: false,
+                        ..record
+                    }));
+                }
+                if buf[end] == d {
+                    fields.push(FieldSpan {
+                        start: pos as u32,
+                        end: end as u32,
+                        quoted: false,
+                        escaped: false,
+                    });
+                    self.pos = end + 1;
+                } else {
+                    let fend = if end > pos && buf[end - 1] == b'\r' {
+                        end - 1
+                    } else {
+                        end
+                    };
+                    fields.push(FieldSpan {
+                        start: pos as u32,
+                        end: fend as u32,
+                        quoted: false,
+                        escaped: false,
+                    });
+                    self.pos = end + 1;
+                    self.line += 1;
+                    return Ok(Some(record));
+                }
+            }
+        }
+    }
+}
+
+/// Decodes a field's bytes, undoing doubled quotes when needed (into `scratch`).
+#[inline]
+pub fn field_bytes<'b>(
+    buf: &'b [u8],
+    span: FieldSpan,
+    quote: u8,
+    scratch: &'b mut Vec<u8>,
+) -> &'b [u8] {
+    let raw = &buf[span.start as usize..span.end as usize];
+    if !span.escaped {
+        return raw;
+    }
+    scratch.clear();
+    let mut i = 0;
+    while i < raw.len() {
+        scratch.push(raw[i]);
+        i += if raw[i] == quote { 2 } else { 1 };
+    }
+    scratch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dialect() -> Dialect {
+        Dialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            comment: Some(b"#".to_vec()),
+        }
+    }
+
+    fn records(input: &str) -> Result<Vec<Vec<String>>, TokenError> {
+        let d = dialect();
+        let mut t = Tokenizer::new(input.as_bytes(), 1, &d);
+        let mut fields = Vec::new();
+        let mut out = Vec::new();
+        let mut scratch = Vec::new();
+        while t.next_record(&mut fields)?.is_some() {
+            out.push(
+                fields
+                    .iter()
+                    .map(|f| {
+                        String::from_utf8(
+                            field_bytes(input.as_bytes(), *f, b'"', &mut scratch).to_vec(),
+                        )
+                        .unwrap()
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn quotes_newlines_crlf_comments() {
+        let r = records("a,b\r\n\"x,\"\"y\"\"\nz\",2\n# note \"odd\n\n3,\n").unwrap();
+        assert_eq!(
+            r,
+            vec![vec!["a", "b"], vec!["x,\"y\"\nz", "2"], vec!["3", ""]]
+        );
+        let r = records("1,2").unwrap();
+        assert_eq!(r, vec![vec!["1", "2"]]);
+        let r = records("1,").unwrap();
+        assert_eq!(r, vec![vec!["1", ""]]);
+    }
+
+    #[test]
+    fn errors_carry_lines() {
+        let e = records("a\n\"b\nc").unwrap_err();
+        assert_eq!((e.line, e.kind), (2, TokenErrorKind::UnterminatedQuote));
+        let e = records("a\nb\n\"x\"y,1\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.field, e.kind),
+            (3, 0, TokenErrorKind::CharAfterQuote(b'y'))
+        );
+        let e = records("a,b\"c\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.field, e.kind),
+            (1, 1, TokenErrorKind::StrayQuote)
+        );
+    }
+}

@@ -1,0 +1,212 @@
+//! Calendar arithmetic for Date32 (days since the epoch) and Timestamp (microseconds).
+//!
+//! Uses the proleptic Gregorian calendar. Parsing is strict: `YYYY-MM-DD` with a real day of
+//! the month, optionally followed (for timestamps) by `T` or a space and `HH:MM:SS[.ffffff]`.
+
+pub const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+pub fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if is_leap(y) => 29,
+        _ => 28,
+    }
+}
+
+/// Days since 1970-01-01 of a civil date (era-based algorithm, valid for all i32 years).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date (year, month, day) of a day number.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    (y, m, d)
+}
+
+fn digits(b: &[u8]) -> Option<u32> {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0u32, |acc, d| acc * 10 + (d - b'0') as u32))
+}
+
+/// Parses `YYYY-MM-DD` into days since the epoch.
+pub fn parse_date(s: &[u8]) -> Option<i32> {
+    if s.len() != 10 || s[4] != b'-' || s[7] != b'-' {
+        return None;
+    }
+    let y = digits(&s[0..4])? as i64;
+    let m = digits(&s[5..7])?;
+    let d = digits(&s[8..10])?;
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+        return None;
+    }
+    i32::try_from(days_from_civil(y, m, d)).ok()
+}
+
+/// Parses `YYYY-MM-DD[( |T)HH:MM:SS[.f{1,9}]]` into microseconds since the epoch.
+pub fn parse_timestamp(s: &[u8]) -> Option<i64> {
+    if s.len() < 10 {
+        return None;
+    }
+    let days = parse_date(&s[..10])? as i64;
+    let rest = &s[10..];
+    if rest.is_empty() {
+        return Some(days * MICROS_PER_DAY);
+    }
+    if rest.len() < 9 || !(rest[0] == b' ' || rest[0] == b'T') || rest[3] != b':' || rest[6] != b':'
+    {
+        return None;
+    }
+    let h = digits(&rest[1..3])? as i64;
+    let mi = digits(&rest[4..6])? as i64;
+    let sec = digits(&rest[7..9])? as i64;
+    if h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    let mut micros = 0i64;
+    let frac = &rest[9..];
+    if !frac.is_empty() {
+        if frac[0] != b'.' || frac.len() < 2 || frac.len() > 10 {
+            return None;
+        }
+        let f = &frac[1..];
+        digits(f)?;
+        for i in 0..6 {
+            micros = micros * 10 + f.get(i).map_or(0, |d| (d - b'0') as i64);
+        }
+    }
+    Some(days * MICROS_PER_DAY + ((h * 60 + mi) * 60 + sec) * 1_000_000 + micros)
+}
+
+pub fn format_date(days: i32) -> String {
+    let (y, m, d) = civil_from_days(days as i64);
+    if (0..=9999).contains(&y) {
+        format!("{y:04}-{m:02}-{d:02}")
+    } else {
+        format!("{y}-{m:02}-{d:02}")
+    }
+}
+
+pub fn format_timestamp(micros: i64) -> String {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let rem = micros.rem_euclid(MICROS_PER_DAY);
+    let secs = rem / 1_000_000;
+    let frac = rem % 1_000_000;
+    let date = format_date(days as i32);
+    let (h, mi, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+    if frac == 0 {
+        format!("{date} {h:02}:{mi:02}:{s:02}")
+    } else {
+        format!("{date} {h:02}:{mi:02}:{s:02}.{frac:06}")
+    }
+}
+
+/// Adds `months` to a date, clamping the day to the target month's length
+/// (2024-01-31 + 1 month = 2024-02-29), as DuckDB and PostgreSQL do.
+pub fn add_months(days: i32, months: i32) -> Option<i32> {
+    let (y, m, d) = civil_from_days(days as i64);
+    let total = y * 12 + (m as i64 - 1) + months as i64;
+    let (ny, nm) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
+    let nd = d.min(days_in_month(ny, nm));
+    i32::try_from(days_from_civil(ny, nm, nd)).ok()
+}
+
+/// A date part for EXTRACT / DATE_PART.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DatePart {
+    Year,
+    Month,
+    Day,
+}
+
+impl DatePart {
+    pub fn name(self) -> &'static str {
+        match self {
+            DatePart::Year => "year",
+            DatePart::Month => "month",
+            DatePart::Day => "day",
+        }
+    }
+
+    pub fn of_days(self, days: i32) -> i64 {
+        let (y, m, d) = civil_from_days(days as i64);
+        match self {
+            DatePart::Year => y,
+            DatePart::Month => m as i64,
+            DatePart::Day => d as i64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_dates() {
+        for s in [
+            "1970-01-01",
+            "1998-12-01",
+            "2000-02-29",
+            "1600-03-01",
+            "0001-01-01",
+            "9999-12-31",
+        ] {
+            let d = parse_date(s.as_bytes()).unwrap();
+            assert_eq!(format_date(d), s);
+        }
+        assert_eq!(parse_date(b"1970-01-02"), Some(1));
+        assert_eq!(parse_date(b"1969-12-31"), Some(-1));
+        for bad in [
+            "2023-02-29",
+            "2024-13-01",
+            "2024-00-10",
+            "2024-1-01",
+            "20240101",
+            "2024-02-28x",
+        ] {
+            assert_eq!(parse_date(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn timestamps() {
+        let t = parse_timestamp(b"2024-03-01 12:34:56.5").unwrap();
+        assert_eq!(format_timestamp(t), "2024-03-01 12:34:56.500000");
+        assert_eq!(
+            parse_timestamp(b"2024-03-01T00:00:01"),
+            Some(19783 * MICROS_PER_DAY + 1_000_000)
+        );
+        assert_eq!(format_timestamp(-1), "1969-12-31 23:59:59.999999");
+        assert!(parse_timestamp(b"2024-03-01 24:00:00").is_none());
+    }
+
+    #[test]
+    fn month_arithmetic_clamps() {
+        let d = parse_date(b"2024-01-31").unwrap();
+        assert_eq!(format_date(add_months(d, 1).unwrap()), "2024-02-29");
+        assert_eq!(format_date(add_months(d, -13).unwrap()), "2022-12-31");
+        assert_eq!(DatePart::Month.of_days(d), 1);
+    }
+}
