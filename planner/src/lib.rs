@@ -1,1 +1,22 @@
+//! morsel-planner: expressions, logical plans, the plan builder, optimizer rules and EXPLAIN.
+//!
+//! Key decision: expressions refer to columns by (optional relation, name), never by position.
+//! A rule that prunes scan columns or moves a filter therefore never has to renumber the
+//! expressions above it; positions are resolved once, when the executor compiles the plan.
+//! Types are checked and casts inserted when a node is built ([`expr::coerce`]), so every
+//! kernel downstream sees operands of one type. The planner knows nothing of the executor:
+//! a plan holds only storage types and can be rendered, rewritten or serialized on its own.
 
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod expr;
+pub mod optimizer;
+pub mod plan;
+pub mod schema;
+
+pub use error::{PlanError, PlanResult};
+pub use expr::{col, lit, lit_date, AggFunc, BinaryOp, ColumnRef, Expr, ScalarFunc, SortExpr};
+pub use optimizer::{Optimizer, OptimizerRule, RuleTrace, Transformed};
+pub use plan::{JoinKind, LogicalPlan, MemTable, PlanBuilder, Scan, TableSource};
+pub use schema::{PlanField, PlanSchema};

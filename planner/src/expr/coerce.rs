@@ -1,0 +1,441 @@
+//! Type derivation and coercion.
+//!
+//! [`coerce`] checks an expression against an input schema and rewrites it so that every
+//! operator sees operands of one type: it inserts casts (Int32 + Int64 -> Int64, integer `/`
+//! -> Float64, date vs string literal -> date), lowers sugar the executor need not know
+//! (`BETWEEN`, simple `CASE`, date +/- integer), and folds casts of literals so a date literal
+//! is parsed once, at plan time. It also reports unknown columns with suggestions.
+
+use morsel_storage::temporal;
+use morsel_storage::{DataType, ScalarValue};
+
+use super::{AggFunc, BinaryOp, Expr, ScalarFunc};
+use crate::error::{PlanError, PlanResult};
+use crate::schema::PlanSchema;
+
+fn numeric_rank(t: DataType) -> Option<u8> {
+    match t {
+        DataType::Int32 => Some(1),
+        DataType::Int64 => Some(2),
+        DataType::Float64 => Some(3),
+        _ => None,
+    }
+}
+
+/// The type two values are brought to before they are compared or combined.
+fn common_type(l: DataType, r: DataType) -> Option<DataType> {
+    use DataType::*;
+    if l == r {
+        return Some(l);
+    }
+    match (l, r) {
+        (Null, t) | (t, Null) => Some(t),
+        (a, b) if numeric_rank(a).is_some() && numeric_rank(b).is_some() => {
+            Some(if numeric_rank(a) > numeric_rank(b) { a } else { b })
+        }
+        (Date32, Timestamp) | (Timestamp, Date32) => Some(Timestamp),
+        // A string meets a typed value: the string is read as that type (DuckDB does too).
+        (Utf8, t) | (t, Utf8) => Some(t),
+        _ => None,
+    }
+}
+
+/// Casts `e` (of type `from`) to `to`, folding literal casts now.
+fn cast(e: Expr, from: DataType, to: DataType) -> PlanResult<Expr> {
+    if from == to {
+        return Ok(e);
+    }
+    match e {
+        Expr::Literal(v) if !v.is_null() => Ok(Expr::Literal(v.cast_to(to)?)),
+        Expr::Cast { expr, to: _ } if matches!(*expr, Expr::Literal(ScalarValue::Null)) => Ok(Expr::Cast { expr, to }),
+        e => Ok(Expr::Cast { expr: Box::new(e), to }),
+    }
+}
+
+fn typed(e: Expr, schema: &PlanSchema) -> PlanResult<(Expr, DataType)> {
+    let e = coerce(e, schema)?;
+    let t = e.data_type(schema)?;
+    Ok((e, t))
+}
+
+fn boolean(e: Expr, schema: &PlanSchema, what: &str) -> PlanResult<Expr> {
+    let (e, t) = typed(e, schema)?;
+    match t {
+        DataType::Boolean => Ok(e),
+        DataType::Null => cast(e, t, DataType::Boolean),
+        other => Err(PlanError::mismatch(format!("{what} expects BOOLEAN, got {} ({e})", other.sql_name()))),
+    }
+}
+
+/// Brings every expression in `items` to one common type.
+fn unify(items: Vec<Expr>, schema: &PlanSchema, what: &str) -> PlanResult<(Vec<Expr>, DataType)> {
+    let typed_items = items.into_iter().map(|e| typed(e, schema)).collect::<PlanResult<Vec<_>>>()?;
+    // Prefer a non-string type so that string literals are read as it.
+    let mut target = DataType::Null;
+    for (_, t) in &typed_items {
+        let next = if target == DataType::Utf8 && *t != DataType::Null {
+            Some(*t)
+        } else {
+            common_type(target, *t)
+        };
+        target = next.ok_or_else(|| PlanError::cannot_apply(what, target, *t))?;
+    }
+    let out = typed_items.into_iter().map(|(e, t)| cast(e, t, target)).collect::<PlanResult<Vec<_>>>()?;
+    Ok((out, target))
+}
+
+fn fold_date_arith(func: ScalarFunc, args: &[Expr]) -> Option<Expr> {
+    match (args.first()?, args.get(1)?) {
+        (Expr::Literal(ScalarValue::Date32(d)), Expr::Literal(ScalarValue::Int64(n))) => {
+            let n = i32::try_from(*n).ok()?;
+            let out = match func {
+                ScalarFunc::AddDays => d.checked_add(n)?,
+                ScalarFunc::AddMonths => temporal::add_months(*d, n)?,
+                _ => return None,
+            };
+            Some(Expr::Literal(ScalarValue::Date32(out)))
+        }
+        _ => None,
+    }
+}
+
+/// Type-checks `expr` against `schema` and inserts the casts its operators need.
+pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
+    Ok(match expr {
+        Expr::Column(c) => {
+            schema.index_of(&c)?;
+            Expr::Column(c)
+        }
+        e @ Expr::Literal(_) => e,
+        Expr::Alias { expr, name } => Expr::Alias { expr: Box::new(coerce(*expr, schema)?), name },
+        Expr::Binary { left, op, right } => coerce_binary(*left, op, *right, schema)?,
+        Expr::Not(e) => Expr::Not(Box::new(boolean(*e, schema, "NOT")?)),
+        Expr::Negative(e) => {
+            let (e, t) = typed(*e, schema)?;
+            if !t.is_numeric() {
+                return Err(PlanError::mismatch(format!("cannot negate {} ({e})", t.sql_name())));
+            }
+            Expr::Negative(Box::new(e))
+        }
+        Expr::IsNull(e) => Expr::IsNull(Box::new(coerce(*e, schema)?)),
+        Expr::IsNotNull(e) => Expr::IsNotNull(Box::new(coerce(*e, schema)?)),
+        Expr::Cast { expr, to } => {
+            let (e, t) = typed(*expr, schema)?;
+            match e {
+                Expr::Literal(ScalarValue::Null) => Expr::Cast { expr: Box::new(e), to },
+                e => cast(e, t, to)?,
+            }
+        }
+        Expr::Between { expr, low, high, negated } => {
+            let range = (*expr.clone()).gt_eq(*low).and((*expr).lt_eq(*high));
+            let range = coerce(range, schema)?;
+            if negated {
+                Expr::Not(Box::new(range))
+            } else {
+                range
+            }
+        }
+        Expr::Case { operand, branches, otherwise } => {
+            let mut whens = Vec::with_capacity(branches.len());
+            let mut thens = Vec::with_capacity(branches.len() + 1);
+            for (w, t) in branches {
+                let cond = match &operand {
+                    Some(o) => (**o).clone().eq(w),
+                    None => w,
+                };
+                whens.push(boolean(cond, schema, "CASE WHEN")?);
+                thens.push(t);
+            }
+            let has_else = otherwise.is_some();
+            thens.extend(otherwise.map(|e| *e));
+            let (mut thens, _) = unify(thens, schema, "CASE")?;
+            let otherwise = if has_else { thens.pop().map(Box::new) } else { None };
+            Expr::Case { operand: None, branches: whens.into_iter().zip(thens).collect(), otherwise }
+        }
+        Expr::InList { expr, list, negated } => {
+            let mut items = vec![*expr];
+            items.extend(list);
+            let (mut items, _) = unify(items, schema, "IN")?;
+            let expr = items.remove(0);
+            Expr::InList { expr: Box::new(expr), list: items, negated }
+        }
+        Expr::Like { expr, pattern, negated, case_insensitive } => {
+            let (e, t) = typed(*expr, schema)?;
+            let (p, pt) = typed(*pattern, schema)?;
+            Expr::Like {
+                expr: Box::new(cast(e, t, DataType::Utf8)?),
+                pattern: Box::new(cast(p, pt, DataType::Utf8)?),
+                negated,
+                case_insensitive,
+            }
+        }
+        Expr::Function { func, args } => coerce_function(func, args, schema)?,
+        Expr::Aggregate { func, args, distinct } => {
+            let mut out = Vec::with_capacity(args.len());
+            for a in args {
+                let (a, t) = typed(a, schema)?;
+                if a.contains_aggregate() {
+                    return Err(PlanError::Invalid(format!("aggregate calls cannot be nested: {a}")));
+                }
+                let a = match func {
+                    AggFunc::Sum | AggFunc::Avg if t == DataType::Int32 => cast(a, t, DataType::Int64)?,
+                    AggFunc::Sum | AggFunc::Avg if !t.is_numeric() => {
+                        return Err(PlanError::mismatch(format!("{}() expects a number, got {} ({a})", func.name(), t.sql_name())));
+                    }
+                    _ => a,
+                };
+                out.push(a);
+            }
+            Expr::Aggregate { func, args: out, distinct }
+        }
+    })
+}
+
+fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
+    use BinaryOp::*;
+    if matches!(op, And | Or) {
+        let l = boolean(left, schema, op.symbol())?;
+        let r = boolean(right, schema, op.symbol())?;
+        return Ok(Expr::Binary { left: Box::new(l), op, right: Box::new(r) });
+    }
+    let (l, lt) = typed(left, schema)?;
+    let (r, rt) = typed(right, schema)?;
+    let bin = |l, r| Ok(Expr::Binary { left: Box::new(l), op, right: Box::new(r) });
+    if op == Concat {
+        return bin(cast(l, lt, DataType::Utf8)?, cast(r, rt, DataType::Utf8)?);
+    }
+    if op.is_comparison() {
+        let t = common_type(lt, rt).ok_or_else(|| PlanError::cannot_apply(op.symbol(), lt, rt))?;
+        return bin(cast(l, lt, t)?, cast(r, rt, t)?);
+    }
+    // Arithmetic. Dates first: date +/- integer days, date - date = days.
+    match (lt, op, rt) {
+        (DataType::Date32, Plus | Minus, t) if t.is_integer() => {
+            let n = cast(r, rt, DataType::Int64)?;
+            let n = if op == Minus { coerce(Expr::Negative(Box::new(n)), schema)? } else { n };
+            let n = fold_negation(n);
+            return coerce_function(ScalarFunc::AddDays, vec![l, n], schema);
+        }
+        (t, Plus, DataType::Date32) if t.is_integer() => {
+            let n = cast(l, lt, DataType::Int64)?;
+            return coerce_function(ScalarFunc::AddDays, vec![r, n], schema);
+        }
+        (DataType::Date32, Minus, DataType::Date32) => {
+            return bin(cast(l, lt, DataType::Int64)?, cast(r, rt, DataType::Int64)?);
+        }
+        _ => {}
+    }
+    let t = match common_type(lt, rt) {
+        Some(DataType::Null) => DataType::Int32,
+        Some(t) if t.is_numeric() => t,
+        _ => return Err(PlanError::cannot_apply(op.symbol(), lt, rt)),
+    };
+    let t = if op == Divide { DataType::Float64 } else { t };
+    bin(cast(l, lt, t)?, cast(r, rt, t)?)
+}
+
+fn fold_negation(e: Expr) -> Expr {
+    match e {
+        Expr::Negative(inner) => match *inner {
+            Expr::Literal(ScalarValue::Int64(v)) if v != i64::MIN => Expr::Literal(ScalarValue::Int64(-v)),
+            other => Expr::Negative(Box::new(other)),
+        },
+        e => e,
+    }
+}
+
+fn expect_args<T>(func: ScalarFunc, args: &[T], min: usize, max: usize) -> PlanResult<()> {
+    if args.len() < min || args.len() > max {
+        let want = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+        return Err(PlanError::Invalid(format!("{}() takes {want} arguments, got {}", func.name(), args.len())));
+    }
+    Ok(())
+}
+
+fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> PlanResult<Expr> {
+    use ScalarFunc::*;
+    let typed_args = args.into_iter().map(|a| typed(a, schema)).collect::<PlanResult<Vec<_>>>()?;
+    let want = |(e, t): (Expr, DataType), to: DataType| -> PlanResult<Expr> {
+        let ok = t == to || t == DataType::Null || (to == DataType::Float64 && t.is_numeric())
+            || (to == DataType::Int64 && t.is_integer()) || to == DataType::Utf8 || t == DataType::Utf8;
+        if !ok {
+            return Err(PlanError::mismatch(format!("{}() cannot take {} ({e})", func.name(), t.sql_name())));
+        }
+        cast(e, t, to)
+    };
+    let args: Vec<Expr> = match func {
+        Abs | Round | Floor | Ceil => {
+            expect_args(func, &typed_args, 1, if func == Round { 2 } else { 1 })?;
+            let mut it = typed_args.into_iter();
+            let (x, t) = it.next().expect("checked");
+            if !t.is_numeric() {
+                return Err(PlanError::mismatch(format!("{}() expects a number, got {} ({x})", func.name(), t.sql_name())));
+            }
+            let mut v = vec![x];
+            for a in it {
+                v.push(want(a, DataType::Int64)?);
+            }
+            v
+        }
+        Sqrt => {
+            expect_args(func, &typed_args, 1, 1)?;
+            typed_args.into_iter().map(|a| want(a, DataType::Float64)).collect::<PlanResult<_>>()?
+        }
+        Lower | Upper | Length | Trim => {
+            expect_args(func, &typed_args, 1, 1)?;
+            typed_args.into_iter().map(|a| want(a, DataType::Utf8)).collect::<PlanResult<_>>()?
+        }
+        Substring => {
+            expect_args(func, &typed_args, 2, 3)?;
+            let mut it = typed_args.into_iter();
+            let mut v = vec![want(it.next().expect("checked"), DataType::Utf8)?];
+            for a in it {
+                v.push(want(a, DataType::Int64)?);
+            }
+            v
+        }
+        Coalesce => {
+            if typed_args.is_empty() {
+                return Err(PlanError::Invalid("coalesce() needs at least one argument".into()));
+            }
+            unify(typed_args.into_iter().map(|(e, _)| e).collect(), schema, "coalesce")?.0
+        }
+        Extract(_) => {
+            expect_args(func, &typed_args, 1, 1)?;
+            let (e, t) = typed_args.into_iter().next().expect("checked");
+            let e = match t {
+                DataType::Date32 | DataType::Timestamp => e,
+                DataType::Utf8 | DataType::Null => cast(e, t, DataType::Date32)?,
+                other => {
+                    return Err(PlanError::mismatch(format!("extract() expects a DATE or TIMESTAMP, got {} ({e})", other.sql_name())));
+                }
+            };
+            vec![e]
+        }
+        AddDays | AddMonths => {
+            expect_args(func, &typed_args, 2, 2)?;
+            let mut it = typed_args.into_iter();
+            let (d, dt) = it.next().expect("checked");
+            if !matches!(dt, DataType::Date32 | DataType::Utf8 | DataType::Null) {
+                return Err(PlanError::mismatch(format!("interval arithmetic expects a DATE, got {} ({d})", dt.sql_name())));
+            }
+            vec![cast(d, dt, DataType::Date32)?, want(it.next().expect("checked"), DataType::Int64)?]
+        }
+    };
+    if matches!(func, AddDays | AddMonths) {
+        if let Some(folded) = fold_date_arith(func, &args) {
+            return Ok(folded);
+        }
+    }
+    Ok(Expr::Function { func, args })
+}
+
+impl Expr {
+    /// The type this (coerced) expression produces over `schema`.
+    pub fn data_type(&self, schema: &PlanSchema) -> PlanResult<DataType> {
+        use BinaryOp::*;
+        Ok(match self {
+            Expr::Column(c) => schema.field(schema.index_of(c)?).data_type,
+            Expr::Literal(v) => v.data_type(),
+            Expr::Alias { expr, .. } => expr.data_type(schema)?,
+            Expr::Binary { left, op, right } => match op {
+                And | Or | Eq | NotEq | Lt | LtEq | Gt | GtEq => DataType::Boolean,
+                Concat => DataType::Utf8,
+                Divide => DataType::Float64,
+                _ => {
+                    let (l, r) = (left.data_type(schema)?, right.data_type(schema)?);
+                    common_type(l, r).unwrap_or(l)
+                }
+            },
+            Expr::Not(_) | Expr::IsNull(_) | Expr::IsNotNull(_) | Expr::InList { .. } | Expr::Between { .. } | Expr::Like { .. } => {
+                DataType::Boolean
+            }
+            Expr::Negative(e) => e.data_type(schema)?,
+            Expr::Cast { to, .. } => *to,
+            Expr::Case { branches, otherwise, .. } => {
+                let mut t = DataType::Null;
+                for e in branches.iter().map(|(_, t)| t).chain(otherwise.iter().map(|b| b.as_ref())) {
+                    t = common_type(t, e.data_type(schema)?).unwrap_or(t);
+                }
+                t
+            }
+            Expr::Function { func, args } => match func {
+                ScalarFunc::Abs | ScalarFunc::Round | ScalarFunc::Floor | ScalarFunc::Ceil | ScalarFunc::Coalesce => {
+                    args[0].data_type(schema)?
+                }
+                ScalarFunc::Sqrt => DataType::Float64,
+                ScalarFunc::Lower | ScalarFunc::Upper | ScalarFunc::Trim | ScalarFunc::Substring => DataType::Utf8,
+                ScalarFunc::Length | ScalarFunc::Extract(_) => DataType::Int64,
+                ScalarFunc::AddDays | ScalarFunc::AddMonths => DataType::Date32,
+            },
+            Expr::Aggregate { func, args, .. } => match func {
+                AggFunc::CountStar | AggFunc::Count => DataType::Int64,
+                AggFunc::Avg => DataType::Float64,
+                AggFunc::Sum => match args[0].data_type(schema)? {
+                    DataType::Float64 => DataType::Float64,
+                    _ => DataType::Int64,
+                },
+                AggFunc::Min | AggFunc::Max => args[0].data_type(schema)?,
+            },
+        })
+    }
+
+    /// Whether this expression can produce NULL (conservative: true unless provably not).
+    pub fn nullable(&self, schema: &PlanSchema) -> bool {
+        match self {
+            Expr::Column(c) => schema.index_of(c).map_or(true, |i| schema.field(i).nullable),
+            Expr::Literal(v) => v.is_null(),
+            Expr::IsNull(_) | Expr::IsNotNull(_) => false,
+            Expr::Aggregate { func: AggFunc::Count | AggFunc::CountStar, .. } => false,
+            Expr::Alias { expr, .. } | Expr::Not(expr) | Expr::Negative(expr) | Expr::Cast { expr, .. } => expr.nullable(schema),
+            Expr::Binary { left, op, right } => {
+                matches!(op, BinaryOp::Divide | BinaryOp::IntDivide | BinaryOp::Modulo)
+                    || left.nullable(schema)
+                    || right.nullable(schema)
+            }
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{col, lit, lit_date};
+    use crate::schema::PlanField;
+
+    fn schema() -> PlanSchema {
+        PlanSchema::new(vec![
+            PlanField::new(None, "i", DataType::Int32, true),
+            PlanField::new(None, "l", DataType::Int64, true),
+            PlanField::new(None, "f", DataType::Float64, true),
+            PlanField::new(None, "d", DataType::Date32, true),
+            PlanField::new(None, "s", DataType::Utf8, true),
+        ])
+    }
+
+    #[test]
+    fn inserts_casts_and_folds_literals() {
+        let s = schema();
+        let e = coerce(col("i") + col("l"), &s).unwrap();
+        assert_eq!(e.to_string(), "CAST(i AS BIGINT) + l");
+        let e = coerce(col("i") / col("i"), &s).unwrap();
+        assert_eq!(e.data_type(&s).unwrap(), DataType::Float64);
+        let e = coerce(col("d").lt_eq(lit("1998-09-02")), &s).unwrap();
+        assert_eq!(e.to_string(), "d <= DATE '1998-09-02'");
+        let e = coerce(lit_date("1998-12-01") - lit(90i64), &s).unwrap();
+        assert_eq!(e.to_string(), "DATE '1998-09-02'");
+        let e = coerce(col("f").between(lit(1), lit(2)), &s).unwrap();
+        assert_eq!(e.to_string(), "(f >= 1.0) AND (f <= 2.0)");
+    }
+
+    #[test]
+    fn reports_bad_types_and_columns() {
+        let s = schema();
+        assert!(coerce(col("d") + col("f"), &s).unwrap_err().to_string().contains("cannot apply + to DATE and DOUBLE"));
+        assert!(coerce(col("i").and(col("l")), &s).unwrap_err().to_string().contains("AND expects BOOLEAN"));
+        assert!(coerce(col("d").lt(lit("not a date")), &s).is_err());
+        let e = coerce(col("ff"), &s).unwrap_err().to_string();
+        assert!(e.contains("did you mean f?"), "{e}");
+    }
+}

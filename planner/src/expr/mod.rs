@@ -1,0 +1,363 @@
+//! Scalar and aggregate expressions, the builder functions users call (`col`, `lit`, ...),
+//! and their SQL-like display (which also names output columns).
+
+mod coerce;
+mod display;
+mod visit;
+
+use std::ops;
+
+use morsel_storage::temporal::{self, DatePart};
+use morsel_storage::{DataType, ScalarValue};
+
+pub use coerce::coerce;
+
+/// A column named by an optional relation (table or alias) and a name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ColumnRef {
+    pub relation: Option<String>,
+    pub name: String,
+}
+
+impl ColumnRef {
+    pub fn new(name: impl Into<String>) -> Self {
+        Self { relation: None, name: name.into() }
+    }
+
+    pub fn qualified(relation: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { relation: Some(relation.into()), name: name.into() }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Plus,
+    Minus,
+    Multiply,
+    /// `/`: on integers yields a DOUBLE (DuckDB semantics).
+    Divide,
+    /// `//`: integer division.
+    IntDivide,
+    Modulo,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    /// `||` string concatenation.
+    Concat,
+}
+
+impl BinaryOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
+    }
+
+    pub fn is_arithmetic(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Plus | BinaryOp::Minus | BinaryOp::Multiply | BinaryOp::Divide | BinaryOp::IntDivide | BinaryOp::Modulo
+        )
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Plus => "+",
+            BinaryOp::Minus => "-",
+            BinaryOp::Multiply => "*",
+            BinaryOp::Divide => "/",
+            BinaryOp::IntDivide => "//",
+            BinaryOp::Modulo => "%",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "<>",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::And => "AND",
+            BinaryOp::Or => "OR",
+            BinaryOp::Concat => "||",
+        }
+    }
+
+    /// The operator with its operands swapped (`a < b` == `b > a`).
+    pub fn swap(self) -> Self {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            other => other,
+        }
+    }
+}
+
+/// Built-in scalar functions (a closed set: matched by variant, never by name string).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarFunc {
+    Abs,
+    Round,
+    Floor,
+    Ceil,
+    Sqrt,
+    Lower,
+    Upper,
+    Length,
+    Trim,
+    /// `substring(s, start[, len])`, 1-based like SQL.
+    Substring,
+    Coalesce,
+    Extract(DatePart),
+    /// `date + n days` (the binder's lowering of `+ INTERVAL 'n' DAY`).
+    AddDays,
+    /// `date + n months` (`INTERVAL 'n' MONTH` / `YEAR`), clamping the day of month.
+    AddMonths,
+}
+
+impl ScalarFunc {
+    pub fn name(self) -> String {
+        match self {
+            ScalarFunc::Abs => "abs".into(),
+            ScalarFunc::Round => "round".into(),
+            ScalarFunc::Floor => "floor".into(),
+            ScalarFunc::Ceil => "ceil".into(),
+            ScalarFunc::Sqrt => "sqrt".into(),
+            ScalarFunc::Lower => "lower".into(),
+            ScalarFunc::Upper => "upper".into(),
+            ScalarFunc::Length => "length".into(),
+            ScalarFunc::Trim => "trim".into(),
+            ScalarFunc::Substring => "substring".into(),
+            ScalarFunc::Coalesce => "coalesce".into(),
+            ScalarFunc::Extract(p) => format!("extract_{}", p.name()),
+            ScalarFunc::AddDays => "add_days".into(),
+            ScalarFunc::AddMonths => "add_months".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AggFunc {
+    /// `count(*)`: rows, nulls included (takes no argument).
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+impl AggFunc {
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::CountStar | AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Avg => "avg",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Column(ColumnRef),
+    Literal(ScalarValue),
+    Binary { left: Box<Expr>, op: BinaryOp, right: Box<Expr> },
+    Not(Box<Expr>),
+    Negative(Box<Expr>),
+    IsNull(Box<Expr>),
+    IsNotNull(Box<Expr>),
+    Cast { expr: Box<Expr>, to: DataType },
+    /// `CASE [operand] WHEN .. THEN .. [ELSE ..] END`.
+    Case { operand: Option<Box<Expr>>, branches: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    Function { func: ScalarFunc, args: Vec<Expr> },
+    Aggregate { func: AggFunc, args: Vec<Expr>, distinct: bool },
+    Alias { expr: Box<Expr>, name: String },
+}
+
+/// A sort key: expression, direction and null placement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SortExpr {
+    pub expr: Expr,
+    pub asc: bool,
+    pub nulls_first: bool,
+}
+
+/// A column by name (`"t.a"` is split into relation `t` and name `a`).
+pub fn col(name: &str) -> Expr {
+    match name.split_once('.') {
+        Some((rel, n)) if !rel.is_empty() && !n.is_empty() => Expr::Column(ColumnRef::qualified(rel, n)),
+        _ => Expr::Column(ColumnRef::new(name)),
+    }
+}
+
+/// A literal value.
+pub fn lit(v: impl Into<ScalarValue2>) -> Expr {
+    Expr::Literal(v.into().0)
+}
+
+/// A DATE literal; panics on malformed text (use `Expr::Literal` with a parsed value otherwise).
+pub fn lit_date(s: &str) -> Expr {
+    let days = temporal::parse_date(s.as_bytes()).unwrap_or_else(|| panic!("invalid date literal {s:?}"));
+    Expr::Literal(ScalarValue::Date32(days))
+}
+
+/// Conversion helper so `lit(1)`, `lit(2.5)`, `lit("x")`, `lit(true)` all work.
+pub struct ScalarValue2(pub ScalarValue);
+
+macro_rules! lit_from {
+    ($t:ty, $v:ident => $e:expr) => {
+        impl From<$t> for ScalarValue2 {
+            fn from($v: $t) -> Self {
+                ScalarValue2($e)
+            }
+        }
+    };
+}
+lit_from!(i32, v => ScalarValue::Int32(v));
+lit_from!(i64, v => ScalarValue::Int64(v));
+lit_from!(f64, v => ScalarValue::Float64(v));
+lit_from!(bool, v => ScalarValue::Boolean(v));
+lit_from!(&str, v => ScalarValue::Utf8(v.to_string()));
+lit_from!(String, v => ScalarValue::Utf8(v));
+lit_from!(ScalarValue, v => v);
+
+impl Expr {
+    fn binary(self, op: BinaryOp, other: Expr) -> Expr {
+        Expr::Binary { left: Box::new(self), op, right: Box::new(other) }
+    }
+
+    pub fn eq(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::Eq, other)
+    }
+    pub fn not_eq(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::NotEq, other)
+    }
+    pub fn lt(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::Lt, other)
+    }
+    pub fn lt_eq(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::LtEq, other)
+    }
+    pub fn gt(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::Gt, other)
+    }
+    pub fn gt_eq(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::GtEq, other)
+    }
+    pub fn and(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::And, other)
+    }
+    pub fn or(self, other: Expr) -> Expr {
+        self.binary(BinaryOp::Or, other)
+    }
+    pub fn between(self, low: Expr, high: Expr) -> Expr {
+        Expr::Between { expr: Box::new(self), low: Box::new(low), high: Box::new(high), negated: false }
+    }
+    pub fn is_null(self) -> Expr {
+        Expr::IsNull(Box::new(self))
+    }
+    pub fn is_not_null(self) -> Expr {
+        Expr::IsNotNull(Box::new(self))
+    }
+    pub fn cast(self, to: DataType) -> Expr {
+        Expr::Cast { expr: Box::new(self), to }
+    }
+    pub fn alias(self, name: impl Into<String>) -> Expr {
+        Expr::Alias { expr: Box::new(self.unalias()), name: name.into() }
+    }
+
+    fn agg(self, func: AggFunc) -> Expr {
+        Expr::Aggregate { func, args: vec![self], distinct: false }
+    }
+    pub fn sum(self) -> Expr {
+        self.agg(AggFunc::Sum)
+    }
+    pub fn avg(self) -> Expr {
+        self.agg(AggFunc::Avg)
+    }
+    pub fn min(self) -> Expr {
+        self.agg(AggFunc::Min)
+    }
+    pub fn max(self) -> Expr {
+        self.agg(AggFunc::Max)
+    }
+    pub fn count(self) -> Expr {
+        self.agg(AggFunc::Count)
+    }
+    /// `count(*)`.
+    pub fn count_star() -> Expr {
+        Expr::Aggregate { func: AggFunc::CountStar, args: vec![], distinct: false }
+    }
+
+    pub fn sort(self, asc: bool, nulls_first: bool) -> SortExpr {
+        SortExpr { expr: self, asc, nulls_first }
+    }
+
+    /// Ascending, NULLs last (DuckDB's default order).
+    pub fn asc(self) -> SortExpr {
+        self.sort(true, false)
+    }
+
+    /// Descending, NULLs last (DuckDB's default order).
+    pub fn desc(self) -> SortExpr {
+        self.sort(false, false)
+    }
+
+    /// The expression without a top-level alias.
+    pub fn unalias(self) -> Expr {
+        match self {
+            Expr::Alias { expr, .. } => *expr,
+            e => e,
+        }
+    }
+
+    /// The name of the output column this expression produces.
+    pub fn output_name(&self) -> String {
+        match self {
+            Expr::Alias { name, .. } => name.clone(),
+            Expr::Column(c) => c.name.clone(),
+            e => e.to_string(),
+        }
+    }
+
+    pub fn is_aggregate(&self) -> bool {
+        matches!(self, Expr::Aggregate { .. })
+    }
+}
+
+macro_rules! arith_op {
+    ($trait:ident, $method:ident, $op:ident) => {
+        impl ops::$trait for Expr {
+            type Output = Expr;
+            fn $method(self, rhs: Expr) -> Expr {
+                self.binary(BinaryOp::$op, rhs)
+            }
+        }
+    };
+}
+arith_op!(Add, add, Plus);
+arith_op!(Sub, sub, Minus);
+arith_op!(Mul, mul, Multiply);
+arith_op!(Div, div, Divide);
+arith_op!(Rem, rem, Modulo);
+
+impl ops::Not for Expr {
+    type Output = Expr;
+    fn not(self) -> Expr {
+        Expr::Not(Box::new(self))
+    }
+}
+
+impl ops::Neg for Expr {
+    type Output = Expr;
+    fn neg(self) -> Expr {
+        Expr::Negative(Box::new(self))
+    }
+}

@@ -1,0 +1,125 @@
+//! Walking and rewriting expression trees.
+
+use super::{ColumnRef, Expr};
+
+impl Expr {
+    /// The direct children of this node.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Column(_) | Expr::Literal(_) => vec![],
+            Expr::Binary { left, right, .. } => vec![left, right],
+            Expr::Not(e) | Expr::Negative(e) | Expr::IsNull(e) | Expr::IsNotNull(e) => vec![e],
+            Expr::Cast { expr, .. } | Expr::Alias { expr, .. } => vec![expr],
+            Expr::Case { operand, branches, otherwise } => {
+                let mut v: Vec<&Expr> = operand.iter().map(|b| b.as_ref()).collect();
+                for (w, t) in branches {
+                    v.push(w);
+                    v.push(t);
+                }
+                v.extend(otherwise.iter().map(|b| b.as_ref()));
+                v
+            }
+            Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list).collect(),
+            Expr::Between { expr, low, high, .. } => vec![expr, low, high],
+            Expr::Like { expr, pattern, .. } => vec![expr, pattern],
+            Expr::Function { args, .. } | Expr::Aggregate { args, .. } => args.iter().collect(),
+        }
+    }
+
+    /// Calls `f` on every node, parents before children.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        for c in self.children() {
+            c.visit(f);
+        }
+    }
+
+    /// Every column this expression reads, in first-seen order, without duplicates.
+    pub fn columns(&self) -> Vec<ColumnRef> {
+        let mut out: Vec<ColumnRef> = Vec::new();
+        self.visit(&mut |e| {
+            if let Expr::Column(c) = e {
+                if !out.contains(c) {
+                    out.push(c.clone());
+                }
+            }
+        });
+        out
+    }
+
+    pub fn contains_aggregate(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| found |= e.is_aggregate());
+        found
+    }
+
+    /// Rebuilds this node with `f` applied to each direct child.
+    pub fn map_children(self, mut f: impl FnMut(Expr) -> Expr) -> Expr {
+        let mut b = |e: Box<Expr>| Box::new(f(*e));
+        match self {
+            Expr::Binary { left, op, right } => {
+                let left = b(left);
+                Expr::Binary { left, op, right: b(right) }
+            }
+            Expr::Not(e) => Expr::Not(b(e)),
+            Expr::Negative(e) => Expr::Negative(b(e)),
+            Expr::IsNull(e) => Expr::IsNull(b(e)),
+            Expr::IsNotNull(e) => Expr::IsNotNull(b(e)),
+            Expr::Cast { expr, to } => Expr::Cast { expr: b(expr), to },
+            Expr::Alias { expr, name } => Expr::Alias { expr: b(expr), name },
+            Expr::Case { operand, branches, otherwise } => {
+                let operand = operand.map(&mut b);
+                let branches = branches.into_iter().map(|(w, t)| (*b(Box::new(w)), *b(Box::new(t)))).collect();
+                Expr::Case { operand, branches, otherwise: otherwise.map(&mut b) }
+            }
+            Expr::InList { expr, list, negated } => {
+                let expr = b(expr);
+                Expr::InList { expr, list: list.into_iter().map(|e| *b(Box::new(e))).collect(), negated }
+            }
+            Expr::Between { expr, low, high, negated } => {
+                let (expr, low, high) = (b(expr), b(low), b(high));
+                Expr::Between { expr, low, high, negated }
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                let expr = b(expr);
+                Expr::Like { expr, pattern: b(pattern), negated, case_insensitive }
+            }
+            Expr::Function { func, args } => Expr::Function { func, args: args.into_iter().map(|e| *b(Box::new(e))).collect() },
+            Expr::Aggregate { func, args, distinct } => {
+                Expr::Aggregate { func, args: args.into_iter().map(|e| *b(Box::new(e))).collect(), distinct }
+            }
+            leaf @ (Expr::Column(_) | Expr::Literal(_)) => leaf,
+        }
+    }
+
+    /// Rebuilds the tree bottom-up, replacing each node by `f(node)`.
+    pub fn transform_up<F: FnMut(Expr) -> Expr>(self, f: &mut F) -> Expr {
+        let node = self.map_children(|c| c.transform_up(f));
+        f(node)
+    }
+
+    /// Rebuilds the tree top-down: where `f` returns `Some`, that subtree is replaced whole.
+    pub fn replace<F: FnMut(&Expr) -> Option<Expr>>(self, f: &mut F) -> Expr {
+        match f(&self) {
+            Some(r) => r,
+            None => self.map_children(|c| c.replace(f)),
+        }
+    }
+
+    /// Splits `a AND b AND c` into its conjuncts.
+    pub fn split_conjunction(self) -> Vec<Expr> {
+        match self {
+            Expr::Binary { left, op: super::BinaryOp::And, right } => {
+                let mut v = left.split_conjunction();
+                v.extend(right.split_conjunction());
+                v
+            }
+            e => vec![e],
+        }
+    }
+
+    /// Joins conjuncts back with AND (`None` for an empty list).
+    pub fn conjunction(parts: Vec<Expr>) -> Option<Expr> {
+        parts.into_iter().reduce(|a, b| a.and(b))
+    }
+}

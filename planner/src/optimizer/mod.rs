@@ -1,0 +1,86 @@
+//! The optimizer: named rules, each a whole-plan rewrite, run in a fixed order until none
+//! changes the plan (or an iteration cap is hit). Every change can be recorded with the plan
+//! it produced, which EXPLAIN VERBOSE will show.
+
+mod rules;
+
+use std::time::{Duration, Instant};
+
+pub use rules::{PushDownFilter, PushDownProjection};
+
+use crate::error::PlanResult;
+use crate::plan::LogicalPlan;
+
+/// A value plus whether a rewrite changed it.
+#[derive(Debug)]
+pub struct Transformed<T> {
+    pub data: T,
+    pub changed: bool,
+}
+
+impl<T> Transformed<T> {
+    pub fn yes(data: T) -> Self {
+        Self { data, changed: true }
+    }
+
+    pub fn no(data: T) -> Self {
+        Self { data, changed: false }
+    }
+}
+
+pub trait OptimizerRule: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>>;
+}
+
+/// One rule application that changed the plan.
+#[derive(Debug, Clone)]
+pub struct RuleTrace {
+    pub rule: &'static str,
+    pub pass: usize,
+    pub elapsed: Duration,
+    pub plan: String,
+}
+
+pub struct Optimizer {
+    rules: Vec<Box<dyn OptimizerRule>>,
+    max_passes: usize,
+}
+
+impl Default for Optimizer {
+    fn default() -> Self {
+        Self { rules: vec![Box::new(PushDownFilter), Box::new(PushDownProjection)], max_passes: 8 }
+    }
+}
+
+impl Optimizer {
+    pub fn with_rules(rules: Vec<Box<dyn OptimizerRule>>) -> Self {
+        Self { rules, max_passes: 8 }
+    }
+
+    pub fn rule_names(&self) -> Vec<&'static str> {
+        self.rules.iter().map(|r| r.name()).collect()
+    }
+
+    /// Runs the rules to a fixed point; `trace` collects every change.
+    pub fn optimize(&self, mut plan: LogicalPlan, mut trace: Option<&mut Vec<RuleTrace>>) -> PlanResult<LogicalPlan> {
+        for pass in 0..self.max_passes {
+            let mut changed_any = false;
+            for rule in &self.rules {
+                let start = Instant::now();
+                let t = rule.rewrite(plan)?;
+                plan = t.data;
+                if t.changed {
+                    changed_any = true;
+                    if let Some(trace) = trace.as_deref_mut() {
+                        trace.push(RuleTrace { rule: rule.name(), pass, elapsed: start.elapsed(), plan: plan.to_string() });
+                    }
+                }
+            }
+            if !changed_any {
+                break;
+            }
+        }
+        Ok(plan)
+    }
+}

@@ -1,0 +1,182 @@
+//! Moves filter conjuncts as close to the data as they can go: through projections (when they
+//! read only passed-through columns), sorts, aliases and joins (to the side that owns their
+//! columns, respecting outer-join semantics), onto an aggregate's input (when they read only
+//! group columns), and into the scan itself. An equality between the two sides of an inner
+//! join becomes a join key, so `FROM a, b WHERE a.x = b.y` runs as a hash join.
+
+use crate::error::PlanResult;
+use crate::expr::{BinaryOp, ColumnRef, Expr};
+use crate::optimizer::{OptimizerRule, Transformed};
+use crate::plan::{JoinKind, LogicalPlan};
+use crate::schema::PlanSchema;
+
+pub struct PushDownFilter;
+
+impl OptimizerRule for PushDownFilter {
+    fn name(&self) -> &'static str {
+        "push_down_filter"
+    }
+
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
+        let before = plan.to_string();
+        let after = rewrite(plan)?;
+        let changed = after.to_string() != before;
+        Ok(Transformed { data: after, changed })
+    }
+}
+
+fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+    match plan {
+        LogicalPlan::Filter { input, predicate } => push(*input, predicate.split_conjunction()),
+        other => other.map_children(rewrite),
+    }
+}
+
+/// Whether every column of `e` resolves in `schema`.
+fn resolves(e: &Expr, schema: &PlanSchema) -> bool {
+    e.columns().iter().all(|c| schema.has(c))
+}
+
+/// Wraps `plan` in a filter of the `kept` conjuncts (if any).
+fn keep_above(plan: LogicalPlan, kept: Vec<Expr>) -> LogicalPlan {
+    match Expr::conjunction(kept) {
+        Some(predicate) => LogicalPlan::Filter { input: Box::new(plan), predicate },
+        None => plan,
+    }
+}
+
+/// Rewrites column references of `e` through `map` (returns None if one cannot be mapped).
+fn remap(e: &Expr, map: &dyn Fn(&ColumnRef) -> Option<Expr>) -> Option<Expr> {
+    let mut ok = true;
+    let out = e.clone().replace(&mut |x: &Expr| match x {
+        Expr::Column(c) => Some(map(c).unwrap_or_else(|| {
+            ok = false;
+            x.clone()
+        })),
+        _ => None,
+    });
+    ok.then_some(out)
+}
+
+/// Pushes `preds` (conjuncts) into `plan` as far as they go.
+fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
+    match plan {
+        LogicalPlan::Filter { input, predicate } => {
+            let mut all = preds;
+            all.extend(predicate.split_conjunction());
+            push(*input, all)
+        }
+        LogicalPlan::Scan(mut scan) => {
+            for p in preds {
+                if !scan.filters.contains(&p) {
+                    scan.filters.push(p);
+                }
+            }
+            Ok(LogicalPlan::Scan(scan))
+        }
+        LogicalPlan::Sort { input, keys } => Ok(LogicalPlan::Sort { input: Box::new(push(*input, preds)?), keys }),
+        LogicalPlan::Projection { input, exprs, schema } => {
+            // A column of the projection that is a plain input column (maybe renamed).
+            let passthrough = |c: &ColumnRef| -> Option<Expr> {
+                let i = schema.index_of(c).ok()?;
+                match exprs[i].clone().unalias() {
+                    e @ Expr::Column(_) => Some(e),
+                    _ => None,
+                }
+            };
+            let (mut down, mut kept) = (Vec::new(), Vec::new());
+            for p in preds {
+                match remap(&p, &passthrough) {
+                    Some(q) => down.push(q),
+                    None => kept.push(p),
+                }
+            }
+            let input = push(*input, down)?;
+            Ok(keep_above(LogicalPlan::Projection { input: Box::new(input), exprs, schema }, kept))
+        }
+        LogicalPlan::SubqueryAlias { input, alias, schema } => {
+            let inner = input.schema().clone();
+            let map = |c: &ColumnRef| schema.index_of(c).ok().map(|i| Expr::Column(inner.field(i).column_ref()));
+            let (mut down, mut kept) = (Vec::new(), Vec::new());
+            for p in preds {
+                match remap(&p, &map) {
+                    Some(q) => down.push(q),
+                    None => kept.push(p),
+                }
+            }
+            let input = push(*input, down)?;
+            Ok(keep_above(LogicalPlan::SubqueryAlias { input: Box::new(input), alias, schema }, kept))
+        }
+        LogicalPlan::Aggregate { input, group, aggs, schema } => {
+            // Conjuncts over group columns that are plain input columns filter the input.
+            let map = |c: &ColumnRef| {
+                let i = schema.index_of(c).ok()?;
+                match group.get(i)? {
+                    e @ Expr::Column(_) => Some(e.clone()),
+                    _ => None,
+                }
+            };
+            let (mut down, mut kept) = (Vec::new(), Vec::new());
+            for p in preds {
+                match remap(&p, &map) {
+                    Some(q) => down.push(q),
+                    None => kept.push(p),
+                }
+            }
+            let input = push(*input, down)?;
+            Ok(keep_above(LogicalPlan::Aggregate { input: Box::new(input), group, aggs, schema }, kept))
+        }
+        LogicalPlan::Join { left, right, kind, mut on, filter, schema } => {
+            let (ls, rs) = (left.schema().clone(), right.schema().clone());
+            let mut all = preds;
+            // An inner join's residual filter is just another conjunct over both sides.
+            let mut filter = filter;
+            if kind == JoinKind::Inner {
+                all.extend(filter.take().map(Expr::split_conjunction).unwrap_or_default());
+            }
+            let (mut to_left, mut to_right, mut residual, mut kept) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for p in all {
+                let (in_l, in_r) = (resolves(&p, &ls), resolves(&p, &rs));
+                let has_cols = !p.columns().is_empty();
+                if has_cols && in_l {
+                    to_left.push(p);
+                } else if has_cols && in_r && kind == JoinKind::Inner {
+                    to_right.push(p);
+                } else if kind == JoinKind::Inner && has_cols {
+                    match equi_key(&p, &ls, &rs) {
+                        Some(pair) => on.push(pair),
+                        None => residual.push(p),
+                    }
+                } else {
+                    kept.push(p);
+                }
+            }
+            let filter = match kind {
+                JoinKind::Inner => Expr::conjunction(residual),
+                JoinKind::Left => filter,
+            };
+            let left = push(*left, to_left)?;
+            let right = push(*right, to_right)?;
+            let join = LogicalPlan::Join { left: Box::new(left), right: Box::new(right), kind, on, filter, schema };
+            Ok(keep_above(join, kept))
+        }
+        other => {
+            let other = other.map_children(rewrite)?;
+            Ok(keep_above(other, preds))
+        }
+    }
+}
+
+/// `l = r` with one side over the left input and the other over the right: a join key.
+fn equi_key(p: &Expr, ls: &PlanSchema, rs: &PlanSchema) -> Option<(Expr, Expr)> {
+    let Expr::Binary { left, op: BinaryOp::Eq, right } = p else { return None };
+    let (a, b) = (left.as_ref(), right.as_ref());
+    let only = |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && resolves(e, s);
+    if only(a, ls) && only(b, rs) {
+        Some((a.clone(), b.clone()))
+    } else if only(a, rs) && only(b, ls) {
+        Some((b.clone(), a.clone()))
+    } else {
+        None
+    }
+}

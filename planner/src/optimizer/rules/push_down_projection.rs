@@ -1,0 +1,113 @@
+//! Narrows every scan to the columns some operator above it reads. Expressions refer to
+//! columns by name, so pruning a scan never requires rewriting the expressions above it; only
+//! schemas derived from children (joins, aliases) are recomputed.
+
+use crate::error::PlanResult;
+use crate::expr::{ColumnRef, Expr};
+use crate::optimizer::{OptimizerRule, Transformed};
+use crate::plan::LogicalPlan;
+use crate::schema::PlanSchema;
+
+pub struct PushDownProjection;
+
+impl OptimizerRule for PushDownProjection {
+    fn name(&self) -> &'static str {
+        "push_down_projection"
+    }
+
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
+        let before = plan.to_string();
+        let required = all_columns(plan.schema());
+        let after = prune(plan, required)?;
+        let changed = after.to_string() != before;
+        Ok(Transformed { data: after, changed })
+    }
+}
+
+fn all_columns(schema: &PlanSchema) -> Vec<ColumnRef> {
+    schema.fields().iter().map(|f| f.column_ref()).collect()
+}
+
+fn add_columns<'a>(required: &mut Vec<ColumnRef>, exprs: impl IntoIterator<Item = &'a Expr>) {
+    for e in exprs {
+        for c in e.columns() {
+            if !required.contains(&c) {
+                required.push(c);
+            }
+        }
+    }
+}
+
+/// Whether `field` of a scan is named by any reference in `required`.
+fn is_required(required: &[ColumnRef], relation: &Option<String>, name: &str) -> bool {
+    required.iter().any(|c| {
+        c.name.eq_ignore_ascii_case(name)
+            && match (&c.relation, relation) {
+                (None, _) => true,
+                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                _ => false,
+            }
+    })
+}
+
+fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalPlan> {
+    match plan {
+        LogicalPlan::Scan(scan) => {
+            add_columns(&mut required, &scan.filters);
+            let full = scan.source.schema().clone();
+            let current: Vec<usize> = scan.projection.clone().unwrap_or_else(|| (0..full.len()).collect());
+            let keep: Vec<usize> = current
+                .into_iter()
+                .filter(|&i| is_required(&required, &Some(scan.alias.clone()), &full.field(i).name))
+                .collect();
+            if scan.projection.as_ref() == Some(&keep) || (scan.projection.is_none() && keep.len() == full.len()) {
+                return Ok(LogicalPlan::Scan(scan));
+            }
+            Ok(LogicalPlan::Scan(scan.with_projection(keep)))
+        }
+        LogicalPlan::Projection { input, exprs, schema } => {
+            let req = exprs.iter().flat_map(Expr::columns).collect();
+            Ok(LogicalPlan::Projection { input: Box::new(prune(*input, req)?), exprs, schema })
+        }
+        LogicalPlan::Aggregate { input, group, aggs, schema } => {
+            let mut req = Vec::new();
+            add_columns(&mut req, group.iter().chain(&aggs));
+            Ok(LogicalPlan::Aggregate { input: Box::new(prune(*input, req)?), group, aggs, schema })
+        }
+        LogicalPlan::Filter { input, predicate } => {
+            add_columns(&mut required, [&predicate]);
+            Ok(LogicalPlan::Filter { input: Box::new(prune(*input, required)?), predicate })
+        }
+        LogicalPlan::Sort { input, keys } => {
+            add_columns(&mut required, keys.iter().map(|k| &k.expr));
+            Ok(LogicalPlan::Sort { input: Box::new(prune(*input, required)?), keys })
+        }
+        LogicalPlan::Limit { input, skip, fetch } => {
+            Ok(LogicalPlan::Limit { input: Box::new(prune(*input, required)?), skip, fetch })
+        }
+        join @ LogicalPlan::Join { .. } => {
+            if let LogicalPlan::Join { on, filter, .. } = &join {
+                add_columns(&mut required, on.iter().flat_map(|(l, r)| [l, r]).chain(filter.iter()));
+            }
+            join.map_children(|c| prune(c, required.clone()))
+        }
+        LogicalPlan::SubqueryAlias { input, alias, schema } => {
+            let inner = input.schema().clone();
+            let req = required
+                .iter()
+                .flat_map(|c| match schema.index_of(c) {
+                    Ok(i) => vec![inner.field(i).column_ref()],
+                    Err(_) => all_columns(&inner),
+                })
+                .collect();
+            let input = prune(*input, req)?;
+            let schema = input.schema().with_relation(&alias);
+            Ok(LogicalPlan::SubqueryAlias { input: Box::new(input), alias, schema })
+        }
+        // Distinct and union read every column of their inputs.
+        other => other.map_children(|c| {
+            let all = all_columns(c.schema());
+            prune(c, all)
+        }),
+    }
+}

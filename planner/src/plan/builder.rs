@@ -1,0 +1,235 @@
+//! [`PlanBuilder`]: builds logical plans node by node, checking names and types as it goes so
+//! that mistakes surface at build time with the column name and the available columns.
+
+use morsel_storage::DataType;
+
+use super::{JoinKind, LogicalPlan, Scan, TableSource};
+use crate::error::{PlanError, PlanResult};
+use crate::expr::{coerce, ColumnRef, Expr, SortExpr};
+use crate::schema::{PlanField, PlanSchema};
+
+#[derive(Clone, Debug)]
+pub struct PlanBuilder {
+    plan: LogicalPlan,
+}
+
+fn output_field(e: &Expr, schema: &PlanSchema) -> PlanResult<PlanField> {
+    let relation = match e {
+        Expr::Column(c) => schema.field(schema.index_of(c)?).relation.clone(),
+        _ => None,
+    };
+    Ok(PlanField::new(relation, e.output_name(), e.data_type(schema)?, e.nullable(schema)))
+}
+
+impl PlanBuilder {
+    pub fn from_plan(plan: LogicalPlan) -> Self {
+        Self { plan }
+    }
+
+    /// Scans `source`, naming its columns' relation `alias`.
+    pub fn scan(table: impl Into<String>, alias: impl Into<String>, source: TableSource) -> Self {
+        Self { plan: LogicalPlan::Scan(Scan::new(table, alias, source)) }
+    }
+
+    /// Literal rows; every row must have the same column types.
+    pub fn values(rows: Vec<Vec<Expr>>) -> PlanResult<Self> {
+        let empty = PlanSchema::default();
+        let width = rows.first().map_or(0, Vec::len);
+        let mut types = vec![DataType::Null; width];
+        let mut coerced = Vec::with_capacity(rows.len());
+        for row in rows {
+            if row.len() != width {
+                return Err(PlanError::Invalid(format!("VALUES rows must all have {width} columns")));
+            }
+            let row = row.into_iter().map(|e| coerce(e, &empty)).collect::<PlanResult<Vec<_>>>()?;
+            for (t, e) in types.iter_mut().zip(&row) {
+                let et = e.data_type(&empty)?;
+                if *t == DataType::Null {
+                    *t = et;
+                } else if et != *t && et != DataType::Null {
+                    return Err(PlanError::mismatch(format!("VALUES column has both {} and {}", t.sql_name(), et.sql_name())));
+                }
+            }
+            coerced.push(row);
+        }
+        let rows = coerced
+            .into_iter()
+            .map(|row| row.into_iter().zip(&types).map(|(e, t)| Expr::Cast { expr: Box::new(e), to: resolved(*t) }).collect())
+            .map(|row: Vec<Expr>| row.into_iter().map(|e| coerce(e, &empty)).collect::<PlanResult<Vec<_>>>())
+            .collect::<PlanResult<Vec<_>>>()?;
+        let fields = types.iter().enumerate().map(|(i, t)| PlanField::new(None, format!("col{i}"), resolved(*t), true)).collect();
+        Ok(Self { plan: LogicalPlan::Values { rows, schema: PlanSchema::new(fields) } })
+    }
+
+    pub fn schema(&self) -> &PlanSchema {
+        self.plan.schema()
+    }
+
+    pub fn build(self) -> LogicalPlan {
+        self.plan
+    }
+
+    pub fn plan(&self) -> &LogicalPlan {
+        &self.plan
+    }
+
+    pub fn filter(self, predicate: Expr) -> PlanResult<Self> {
+        let schema = self.plan.schema();
+        if predicate.contains_aggregate() {
+            return Err(PlanError::Invalid(format!("aggregates are not allowed in a filter: {predicate}")));
+        }
+        let predicate = coerce(predicate, schema)?;
+        let t = predicate.data_type(schema)?;
+        if t != DataType::Boolean && t != DataType::Null {
+            return Err(PlanError::mismatch(format!("filter must be BOOLEAN, got {} ({predicate})", t.sql_name())));
+        }
+        Ok(Self { plan: LogicalPlan::Filter { input: Box::new(self.plan), predicate } })
+    }
+
+    pub fn project(self, exprs: Vec<Expr>) -> PlanResult<Self> {
+        let input = self.plan.schema();
+        let exprs = exprs
+            .into_iter()
+            .map(|e| {
+                if e.contains_aggregate() {
+                    return Err(PlanError::Invalid(format!("aggregate {e} outside of an aggregation")));
+                }
+                let e = coerce(e, input)?;
+                Ok(match e.data_type(input)? {
+                    DataType::Null => {
+                        let name = e.output_name();
+                        Expr::Cast { expr: Box::new(e.unalias()), to: DataType::Int32 }.alias(name)
+                    }
+                    _ => e,
+                })
+            })
+            .collect::<PlanResult<Vec<_>>>()?;
+        let fields = exprs.iter().map(|e| output_field(e, input)).collect::<PlanResult<Vec<_>>>()?;
+        Ok(Self { plan: LogicalPlan::Projection { input: Box::new(self.plan), exprs, schema: PlanSchema::new(fields) } })
+    }
+
+    /// Groups by `group` and computes `aggs` (each must be an aggregate call, maybe aliased).
+    pub fn aggregate(self, group: Vec<Expr>, aggs: Vec<Expr>) -> PlanResult<Self> {
+        let input = self.plan.schema();
+        let group = group
+            .into_iter()
+            .map(|e| {
+                if e.contains_aggregate() {
+                    return Err(PlanError::Invalid(format!("cannot group by an aggregate: {e}")));
+                }
+                coerce(e, input)
+            })
+            .collect::<PlanResult<Vec<_>>>()?;
+        let aggs = aggs
+            .into_iter()
+            .map(|e| {
+                if !e.clone().unalias().is_aggregate() {
+                    return Err(PlanError::Invalid(format!("{e} is not an aggregate call")));
+                }
+                coerce(e, input)
+            })
+            .collect::<PlanResult<Vec<_>>>()?;
+        let mut fields = Vec::with_capacity(group.len() + aggs.len());
+        for e in group.iter().chain(&aggs) {
+            fields.push(output_field(e, input)?);
+        }
+        let schema = PlanSchema::new(fields);
+        Ok(Self { plan: LogicalPlan::Aggregate { input: Box::new(self.plan), group, aggs, schema } })
+    }
+
+    /// Joins with `right` on equal pairs `on` (left expr, right expr) and a residual filter.
+    pub fn join(self, right: PlanBuilder, kind: JoinKind, on: Vec<(Expr, Expr)>, filter: Option<Expr>) -> PlanResult<Self> {
+        let (ls, rs) = (self.plan.schema(), right.plan.schema());
+        let mut keys = Vec::with_capacity(on.len());
+        for (l, r) in on {
+            let (l, r) = (coerce(l, ls)?, coerce(r, rs)?);
+            let (lt, rt) = (l.data_type(ls)?, r.data_type(rs)?);
+            let (l, r) = match (lt, rt) {
+                (a, b) if a == b => (l, r),
+                (a, b) if a.is_numeric() && b.is_numeric() => {
+                    let t = if a == DataType::Float64 || b == DataType::Float64 { DataType::Float64 } else { DataType::Int64 };
+                    (coerce(l.cast(t), ls)?, coerce(r.cast(t), rs)?)
+                }
+                _ => return Err(PlanError::cannot_apply("join =", lt, rt)),
+            };
+            keys.push((l, r));
+        }
+        let schema = ls.join(rs, kind == JoinKind::Left);
+        let filter = filter.map(|f| coerce(f, &schema)).transpose()?;
+        Ok(Self {
+            plan: LogicalPlan::Join { left: Box::new(self.plan), right: Box::new(right.plan), kind, on: keys, filter, schema },
+        })
+    }
+
+    /// Joins on columns of the same name (`USING (a, b)`).
+    pub fn join_using(self, right: PlanBuilder, kind: JoinKind, names: &[&str]) -> PlanResult<Self> {
+        let on = names
+            .iter()
+            .map(|n| {
+                let l = self.plan.schema().field(self.plan.schema().index_of(&ColumnRef::new(*n))?).column_ref();
+                let r = right.plan.schema().field(right.plan.schema().index_of(&ColumnRef::new(*n))?).column_ref();
+                Ok((Expr::Column(l), Expr::Column(r)))
+            })
+            .collect::<PlanResult<Vec<_>>>()?;
+        self.join(right, kind, on, None)
+    }
+
+    pub fn sort(self, keys: Vec<SortExpr>) -> PlanResult<Self> {
+        let schema = self.plan.schema();
+        let keys = keys
+            .into_iter()
+            .map(|k| Ok(SortExpr { expr: coerce(k.expr, schema)?, ..k }))
+            .collect::<PlanResult<Vec<_>>>()?;
+        Ok(Self { plan: LogicalPlan::Sort { input: Box::new(self.plan), keys } })
+    }
+
+    pub fn limit(self, skip: usize, fetch: Option<usize>) -> Self {
+        Self { plan: LogicalPlan::Limit { input: Box::new(self.plan), skip, fetch } }
+    }
+
+    pub fn distinct(self) -> Self {
+        Self { plan: LogicalPlan::Distinct { input: Box::new(self.plan) } }
+    }
+
+    /// UNION ALL; the inputs must have the same number of columns and matching types.
+    pub fn union(self, other: PlanBuilder) -> PlanResult<Self> {
+        let (a, b) = (self.plan.schema(), other.plan.schema());
+        if a.len() != b.len() {
+            return Err(PlanError::Invalid(format!("UNION inputs have {} and {} columns", a.len(), b.len())));
+        }
+        for (x, y) in a.fields().iter().zip(b.fields()) {
+            if x.data_type != y.data_type {
+                return Err(PlanError::cannot_apply("UNION", x.data_type, y.data_type));
+            }
+        }
+        let schema = PlanSchema::new(
+            a.fields()
+                .iter()
+                .zip(b.fields())
+                .map(|(x, y)| PlanField::new(None, x.name.clone(), x.data_type, x.nullable || y.nullable))
+                .collect(),
+        );
+        let mut inputs = match self.plan {
+            LogicalPlan::Union { inputs, .. } => inputs,
+            p => vec![p],
+        };
+        inputs.push(other.plan);
+        Ok(Self { plan: LogicalPlan::Union { inputs, schema } })
+    }
+
+    /// Gives every output column the relation `alias`.
+    pub fn alias(self, alias: impl Into<String>) -> Self {
+        let alias = alias.into();
+        let schema = self.plan.schema().with_relation(&alias);
+        Self { plan: LogicalPlan::SubqueryAlias { input: Box::new(self.plan), alias, schema } }
+    }
+}
+
+/// Untyped NULL columns become INTEGER (as in DuckDB's `SELECT NULL`).
+fn resolved(t: DataType) -> DataType {
+    if t == DataType::Null {
+        DataType::Int32
+    } else {
+        t
+    }
+}

@@ -1,0 +1,222 @@
+//! The logical plan: what to compute, not how. Nodes hold only storage types and expressions,
+//! so a plan can be displayed, rewritten by the optimizer, or serialized without the executor.
+
+mod builder;
+mod display;
+
+use std::sync::Arc;
+
+use morsel_storage::csv::CsvReader;
+use morsel_storage::{Batch, SchemaRef};
+
+pub use builder::PlanBuilder;
+
+use crate::expr::{Expr, SortExpr};
+use crate::schema::PlanSchema;
+
+/// An in-memory table: batches that share one schema.
+#[derive(Debug)]
+pub struct MemTable {
+    pub schema: SchemaRef,
+    pub batches: Vec<Batch>,
+}
+
+impl MemTable {
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(Batch::num_rows).sum()
+    }
+}
+
+/// Where a scan reads from.
+#[derive(Clone, Debug)]
+pub enum TableSource {
+    /// A CSV file whose head (header, schema) has been read already.
+    Csv(Arc<CsvReader>),
+    Memory(Arc<MemTable>),
+}
+
+impl TableSource {
+    /// The full schema of the source, before projection.
+    pub fn schema(&self) -> &SchemaRef {
+        match self {
+            TableSource::Csv(r) => r.schema(),
+            TableSource::Memory(m) => &m.schema,
+        }
+    }
+}
+
+/// A table scan with the projection and filters pushed into it.
+#[derive(Clone, Debug)]
+pub struct Scan {
+    /// The name the table was referenced by (a catalog name or a file path).
+    pub table: String,
+    pub source: TableSource,
+    /// Source column indexes the scan produces (`None` = all), in output order.
+    pub projection: Option<Vec<usize>>,
+    /// Conjuncts applied to every row the scan produces.
+    pub filters: Vec<Expr>,
+    /// The output schema (projected fields, qualified by the table's alias).
+    pub schema: PlanSchema,
+    pub alias: String,
+}
+
+impl Scan {
+    pub fn new(table: impl Into<String>, alias: impl Into<String>, source: TableSource) -> Self {
+        let alias = alias.into();
+        let schema = PlanSchema::from_schema(Some(&alias), source.schema());
+        Self { table: table.into(), source, projection: None, filters: Vec::new(), schema, alias }
+    }
+
+    /// Restricts the scan to `indexes` of the source schema (recomputing the output schema).
+    pub fn with_projection(mut self, indexes: Vec<usize>) -> Self {
+        let projected = self.source.schema().project(&indexes);
+        self.schema = PlanSchema::from_schema(Some(&self.alias), &projected);
+        self.projection = Some(indexes);
+        self
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JoinKind {
+    Inner,
+    Left,
+}
+
+impl JoinKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            JoinKind::Inner => "Inner",
+            JoinKind::Left => "Left",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum LogicalPlan {
+    Scan(Scan),
+    Filter {
+        input: Box<LogicalPlan>,
+        predicate: Expr,
+    },
+    Projection {
+        input: Box<LogicalPlan>,
+        exprs: Vec<Expr>,
+        schema: PlanSchema,
+    },
+    /// Groups by `group` and computes `aggs`; output is the group columns, then the aggregates.
+    Aggregate {
+        input: Box<LogicalPlan>,
+        group: Vec<Expr>,
+        aggs: Vec<Expr>,
+        schema: PlanSchema,
+    },
+    /// Equi-join on `on` pairs (left expr, right expr) plus an optional residual `filter`.
+    /// No keys and no filter is a cross join.
+    Join {
+        left: Box<LogicalPlan>,
+        right: Box<LogicalPlan>,
+        kind: JoinKind,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+        schema: PlanSchema,
+    },
+    Sort {
+        input: Box<LogicalPlan>,
+        keys: Vec<SortExpr>,
+    },
+    Limit {
+        input: Box<LogicalPlan>,
+        skip: usize,
+        fetch: Option<usize>,
+    },
+    Distinct {
+        input: Box<LogicalPlan>,
+    },
+    /// UNION ALL of inputs with equal column types.
+    Union {
+        inputs: Vec<LogicalPlan>,
+        schema: PlanSchema,
+    },
+    /// Literal rows (`SELECT 1` without FROM is one empty row).
+    Values {
+        rows: Vec<Vec<Expr>>,
+        schema: PlanSchema,
+    },
+    /// Renames the relation of every output column (`(...) AS t`).
+    SubqueryAlias {
+        input: Box<LogicalPlan>,
+        alias: String,
+        schema: PlanSchema,
+    },
+}
+
+impl LogicalPlan {
+    /// The output schema.
+    pub fn schema(&self) -> &PlanSchema {
+        match self {
+            LogicalPlan::Scan(s) => &s.schema,
+            LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Limit { input, .. }
+            | LogicalPlan::Distinct { input } => input.schema(),
+            LogicalPlan::Projection { schema, .. }
+            | LogicalPlan::Aggregate { schema, .. }
+            | LogicalPlan::Join { schema, .. }
+            | LogicalPlan::Union { schema, .. }
+            | LogicalPlan::Values { schema, .. }
+            | LogicalPlan::SubqueryAlias { schema, .. } => schema,
+        }
+    }
+
+    pub fn children(&self) -> Vec<&LogicalPlan> {
+        match self {
+            LogicalPlan::Scan(_) | LogicalPlan::Values { .. } => vec![],
+            LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Projection { input, .. }
+            | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Limit { input, .. }
+            | LogicalPlan::Distinct { input }
+            | LogicalPlan::SubqueryAlias { input, .. } => vec![input],
+            LogicalPlan::Join { left, right, .. } => vec![left, right],
+            LogicalPlan::Union { inputs, .. } => inputs.iter().collect(),
+        }
+    }
+
+    /// Rebuilds this node over new children, recomputing schemas derived from them.
+    pub fn with_new_children(self, mut children: Vec<LogicalPlan>) -> LogicalPlan {
+        let mut next = || Box::new(children.remove(0));
+        match self {
+            p @ (LogicalPlan::Scan(_) | LogicalPlan::Values { .. }) => p,
+            LogicalPlan::Filter { predicate, .. } => LogicalPlan::Filter { input: next(), predicate },
+            LogicalPlan::Projection { exprs, schema, .. } => LogicalPlan::Projection { input: next(), exprs, schema },
+            LogicalPlan::Aggregate { group, aggs, schema, .. } => {
+                LogicalPlan::Aggregate { input: next(), group, aggs, schema }
+            }
+            LogicalPlan::Sort { keys, .. } => LogicalPlan::Sort { input: next(), keys },
+            LogicalPlan::Limit { skip, fetch, .. } => LogicalPlan::Limit { input: next(), skip, fetch },
+            LogicalPlan::Distinct { .. } => LogicalPlan::Distinct { input: next() },
+            LogicalPlan::SubqueryAlias { alias, .. } => {
+                let input = next();
+                let schema = input.schema().with_relation(&alias);
+                LogicalPlan::SubqueryAlias { input, alias, schema }
+            }
+            LogicalPlan::Join { kind, on, filter, .. } => {
+                let (left, right) = (next(), next());
+                let schema = left.schema().join(right.schema(), kind == JoinKind::Left);
+                LogicalPlan::Join { left, right, kind, on, filter, schema }
+            }
+            LogicalPlan::Union { schema, .. } => LogicalPlan::Union { inputs: children, schema },
+        }
+    }
+
+    /// Applies `f` to each child and rebuilds this node.
+    pub fn map_children<E>(self, mut f: impl FnMut(LogicalPlan) -> Result<LogicalPlan, E>) -> Result<LogicalPlan, E> {
+        let children: Vec<LogicalPlan> = self.children().into_iter().cloned().collect();
+        if children.is_empty() {
+            return Ok(self);
+        }
+        let children = children.into_iter().map(&mut f).collect::<Result<Vec<_>, E>>()?;
+        Ok(self.with_new_children(children))
+    }
+}

@@ -1,0 +1,187 @@
+//! [`PlanSchema`]: the fields a plan node produces, each with the relation (table or alias) it
+//! belongs to, and name resolution with "did you mean" suggestions.
+
+use std::fmt;
+
+use morsel_storage::{DataType, Field, Schema};
+
+use crate::error::{PlanError, PlanResult};
+use crate::expr::ColumnRef;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlanField {
+    pub relation: Option<String>,
+    pub name: String,
+    pub data_type: DataType,
+    pub nullable: bool,
+}
+
+impl PlanField {
+    pub fn new(relation: Option<String>, name: impl Into<String>, data_type: DataType, nullable: bool) -> Self {
+        Self { relation, name: name.into(), data_type, nullable }
+    }
+
+    pub fn qualified_name(&self) -> String {
+        match &self.relation {
+            Some(r) => format!("{r}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// A reference that resolves to exactly this field.
+    pub fn column_ref(&self) -> ColumnRef {
+        ColumnRef { relation: self.relation.clone(), name: self.name.clone() }
+    }
+
+    fn matches(&self, c: &ColumnRef, exact: bool) -> bool {
+        let name_ok = if exact { self.name == c.name } else { self.name.eq_ignore_ascii_case(&c.name) };
+        name_ok
+            && match (&c.relation, &self.relation) {
+                (None, _) => true,
+                (Some(want), Some(have)) => want.eq_ignore_ascii_case(have),
+                (Some(_), None) => false,
+            }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PlanSchema {
+    fields: Vec<PlanField>,
+}
+
+impl PlanSchema {
+    pub fn new(fields: Vec<PlanField>) -> Self {
+        Self { fields }
+    }
+
+    /// The fields of a storage schema, all belonging to `relation`.
+    pub fn from_schema(relation: Option<&str>, schema: &Schema) -> Self {
+        let fields = schema
+            .fields
+            .iter()
+            .map(|f| PlanField::new(relation.map(str::to_string), f.name.clone(), f.data_type, f.nullable))
+            .collect();
+        Self { fields }
+    }
+
+    pub fn fields(&self) -> &[PlanField] {
+        &self.fields
+    }
+
+    pub fn field(&self, i: usize) -> &PlanField {
+        &self.fields[i]
+    }
+
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// All fields moved under one relation name (a table alias or subquery alias).
+    pub fn with_relation(&self, relation: &str) -> Self {
+        let fields = self
+            .fields
+            .iter()
+            .map(|f| PlanField { relation: Some(relation.to_string()), ..f.clone() })
+            .collect();
+        Self { fields }
+    }
+
+    /// Concatenates two schemas (a join's output).
+    pub fn join(&self, right: &PlanSchema, right_nullable: bool) -> Self {
+        let mut fields = self.fields.clone();
+        fields.extend(right.fields.iter().map(|f| PlanField { nullable: f.nullable || right_nullable, ..f.clone() }));
+        Self { fields }
+    }
+
+    /// The storage schema (names without relations).
+    pub fn to_schema(&self) -> Schema {
+        Schema::new(self.fields.iter().map(|f| Field::new(f.name.clone(), f.data_type, f.nullable)).collect())
+    }
+
+    /// Position of the field `c` names. Exact-case matches win over case-insensitive ones.
+    pub fn index_of(&self, c: &ColumnRef) -> PlanResult<usize> {
+        for exact in [true, false] {
+            let hits: Vec<usize> = (0..self.fields.len()).filter(|&i| self.fields[i].matches(c, exact)).collect();
+            match hits.len() {
+                0 => continue,
+                1 => return Ok(hits[0]),
+                _ => {
+                    return Err(PlanError::AmbiguousColumn {
+                        name: c.to_string(),
+                        options: hits.iter().map(|&i| self.fields[i].qualified_name()).collect(),
+                    })
+                }
+            }
+        }
+        Err(PlanError::ColumnNotFound {
+            name: c.to_string(),
+            candidates: self.close_matches(&c.name),
+            available: self.fields.iter().map(PlanField::qualified_name).collect(),
+        })
+    }
+
+    /// Whether `c` resolves to exactly one field here.
+    pub fn has(&self, c: &ColumnRef) -> bool {
+        self.index_of(c).is_ok()
+    }
+
+    /// Field names within a small edit distance of `name` (case-insensitive), closest first.
+    pub fn close_matches(&self, name: &str) -> Vec<String> {
+        let want = name.to_ascii_lowercase();
+        let mut scored: Vec<(usize, String)> = self
+            .fields
+            .iter()
+            .map(|f| (edit_distance(&want, &f.name.to_ascii_lowercase()), f.qualified_name()))
+            .filter(|(d, _)| *d <= 1.max(want.len() / 3))
+            .collect();
+        scored.sort();
+        scored.dedup_by(|a, b| a.1 == b.1);
+        scored.into_iter().take(3).map(|(_, n)| n).collect()
+    }
+}
+
+impl fmt::Display for PlanSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> =
+            self.fields.iter().map(|x| format!("{}: {}", x.qualified_name(), x.data_type)).collect();
+        write!(f, "[{}]", parts.join(", "))
+    }
+}
+
+/// Levenshtein distance between two strings (by chars).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_qualified_and_suggests() {
+        let s = PlanSchema::new(vec![
+            PlanField::new(Some("a".into()), "id", DataType::Int64, false),
+            PlanField::new(Some("b".into()), "id", DataType::Int64, false),
+            PlanField::new(Some("b".into()), "price", DataType::Float64, true),
+        ]);
+        assert_eq!(s.index_of(&ColumnRef::qualified("b", "id")).unwrap(), 1);
+        assert_eq!(s.index_of(&ColumnRef::new("PRICE")).unwrap(), 2);
+        assert!(matches!(s.index_of(&ColumnRef::new("id")), Err(PlanError::AmbiguousColumn { .. })));
+        let e = s.index_of(&ColumnRef::new("prise")).unwrap_err().to_string();
+        assert_eq!(e, "column prise not found (did you mean b.price?); available columns: a.id, b.id, b.price");
+    }
+}
