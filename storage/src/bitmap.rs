@@ -102,6 +102,19 @@ impl Bitmap {
         }
     }
 
+    /// Packs `f(i)` for every bit, 64 at a time (the shape compare kernels vectorize well).
+    pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> bool) -> Self {
+        Self::from_word_fn(len, |w| {
+            let base = w * 64;
+            let n = 64.min(len - base);
+            let mut word = 0u64;
+            for j in 0..n {
+                word |= (f(base + j) as u64) << j;
+            }
+            word
+        })
+    }
+
     pub fn and(&self, other: &Bitmap) -> Bitmap {
         assert_eq!(self.len, other.len);
         Self::from_word_fn(self.len, |i| self.word(i) & other.word(i))

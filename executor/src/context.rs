@@ -1,0 +1,68 @@
+//! Per-query execution context: worker count, cancellation, metrics, and the process-wide pool.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use morsel_storage::csv::SkippedRow;
+
+/// The one worker pool of the process. Its size comes from `MORSEL_THREADS`, else the number
+/// of cores; a query runs at most `ExecContext::threads` workers on it at a time.
+pub fn pool() -> &'static rayon::ThreadPool {
+    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let n = default_threads();
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("morsel-worker-{i}"))
+            .build()
+            .expect("the worker pool starts")
+    })
+}
+
+/// `MORSEL_THREADS` if set to a positive number, else the machine's available parallelism.
+pub fn default_threads() -> usize {
+    std::env::var("MORSEL_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// What one pipeline did: its source, how many morsels, and how many each worker took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineStats {
+    pub source: String,
+    pub morsels: u64,
+    pub morsels_per_worker: Vec<u64>,
+}
+
+/// Counters filled while a query runs (the base of EXPLAIN ANALYZE).
+#[derive(Debug, Default)]
+pub struct ExecMetrics {
+    pub pipelines: Mutex<Vec<PipelineStats>>,
+    /// Records skipped by scans reading with `ignore_errors`.
+    pub skipped_rows: Mutex<Vec<SkippedRow>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ExecContext {
+    pub threads: usize,
+    pub cancel: Arc<AtomicBool>,
+    pub metrics: Arc<ExecMetrics>,
+}
+
+impl Default for ExecContext {
+    fn default() -> Self {
+        Self::new(default_threads())
+    }
+}
+
+impl ExecContext {
+    pub fn new(threads: usize) -> Self {
+        Self { threads: threads.max(1), cancel: Arc::new(AtomicBool::new(false)), metrics: Arc::default() }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,177 @@
+//! Arithmetic: `+ - * / // %` on two columns of the same numeric type.
+//!
+//! Integers are checked: an overflow on a valid row is an error, never a wrapped value, and
+//! so is an integer division or modulo by zero (as in DuckDB). `/` only ever sees floats (the
+//! planner casts integer operands to DOUBLE); `//` truncates toward zero on integers. Float
+//! arithmetic follows IEEE 754 (`1/0` is `inf`, `0/0` is `NaN`), as DuckDB does.
+
+use morsel_planner::BinaryOp;
+use morsel_storage::{Bitmap, Buffer, Column, DataType, NativeType, PrimitiveColumn};
+
+use super::and_validity;
+use crate::error::{ExecError, ExecResult};
+
+trait Int: NativeType + Eq {
+    const TYPE: DataType;
+    const ZERO: Self;
+    fn add(self, o: Self) -> Option<Self>;
+    fn sub(self, o: Self) -> Option<Self>;
+    fn mul(self, o: Self) -> Option<Self>;
+    fn div(self, o: Self) -> Option<Self>;
+    fn rem(self, o: Self) -> Option<Self>;
+}
+
+macro_rules! int_impl {
+    ($t:ty, $dt:expr) => {
+        impl Int for $t {
+            const TYPE: DataType = $dt;
+            const ZERO: Self = 0;
+            fn add(self, o: Self) -> Option<Self> {
+                self.checked_add(o)
+            }
+            fn sub(self, o: Self) -> Option<Self> {
+                self.checked_sub(o)
+            }
+            fn mul(self, o: Self) -> Option<Self> {
+                self.checked_mul(o)
+            }
+            fn div(self, o: Self) -> Option<Self> {
+                self.checked_div(o)
+            }
+            fn rem(self, o: Self) -> Option<Self> {
+                self.checked_rem(o)
+            }
+        }
+    };
+}
+int_impl!(i32, DataType::Int32);
+int_impl!(i64, DataType::Int64);
+
+fn is_valid(v: &Option<Bitmap>, i: usize) -> bool {
+    v.as_ref().is_none_or(|b| b.get(i))
+}
+
+fn int_arith<T: Int>(op: BinaryOp, a: &PrimitiveColumn<T>, b: &PrimitiveColumn<T>) -> ExecResult<PrimitiveColumn<T>> {
+    let validity = and_validity(a.validity(), b.validity());
+    let (x, y) = (a.values(), b.values());
+    let n = x.len();
+    let mut out = Vec::with_capacity(n);
+    let f: fn(T, T) -> Option<T> = match op {
+        BinaryOp::Plus => T::add,
+        BinaryOp::Minus => T::sub,
+        BinaryOp::Multiply => T::mul,
+        BinaryOp::IntDivide | BinaryOp::Divide => T::div,
+        BinaryOp::Modulo => T::rem,
+        other => return Err(ExecError::Internal(format!("{} is not arithmetic", other.symbol()))),
+    };
+    let divides = matches!(op, BinaryOp::IntDivide | BinaryOp::Divide | BinaryOp::Modulo);
+    if divides && (0..n).any(|i| y[i] == T::ZERO && is_valid(&validity, i)) {
+        return Err(ExecError::DivisionByZero { op: op.symbol() });
+    }
+    for i in 0..n {
+        match f(x[i], y[i]) {
+            Some(v) => out.push(v),
+            None if !is_valid(&validity, i) => out.push(T::ZERO),
+            None => return Err(ExecError::Overflow { op: op_name(op), ty: T::TYPE }),
+        }
+    }
+    Ok(PrimitiveColumn::new(Buffer::from_vec(out), validity))
+}
+
+fn op_name(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Plus => "addition",
+        BinaryOp::Minus => "subtraction",
+        BinaryOp::Multiply => "multiplication",
+        BinaryOp::Modulo => "modulo",
+        _ => "division",
+    }
+}
+
+fn float_arith(op: BinaryOp, a: &PrimitiveColumn<f64>, b: &PrimitiveColumn<f64>) -> ExecResult<PrimitiveColumn<f64>> {
+    let validity = and_validity(a.validity(), b.validity());
+    let (x, y) = (a.values(), b.values());
+    let f: fn(f64, f64) -> f64 = match op {
+        BinaryOp::Plus => |a, b| a + b,
+        BinaryOp::Minus => |a, b| a - b,
+        BinaryOp::Multiply => |a, b| a * b,
+        // DuckDB: `//` on DOUBLE divides like `/`.
+        BinaryOp::Divide | BinaryOp::IntDivide => |a, b| a / b,
+        BinaryOp::Modulo => |a, b| a % b,
+        other => return Err(ExecError::Internal(format!("{} is not arithmetic", other.symbol()))),
+    };
+    let out: Vec<f64> = x.iter().zip(y).map(|(a, b)| f(*a, *b)).collect();
+    Ok(PrimitiveColumn::new(Buffer::from_vec(out), validity))
+}
+
+/// `l op r` for two columns of the same numeric type.
+pub fn arith(op: BinaryOp, l: &Column, r: &Column) -> ExecResult<Column> {
+    Ok(match (l, r) {
+        (Column::Int32(a), Column::Int32(b)) => Column::Int32(int_arith(op, a, b)?),
+        (Column::Int64(a), Column::Int64(b)) => Column::Int64(int_arith(op, a, b)?),
+        (Column::Float64(a), Column::Float64(b)) => Column::Float64(float_arith(op, a, b)?),
+        (a, b) => {
+            return Err(ExecError::Internal(format!(
+                "{} on {} and {} (the planner should have cast them)",
+                op.symbol(),
+                a.data_type(),
+                b.data_type()
+            )))
+        }
+    })
+}
+
+/// `-x`; negating the smallest integer is an overflow.
+pub fn negate(c: &Column) -> ExecResult<Column> {
+    fn neg<T: Int>(c: &PrimitiveColumn<T>) -> ExecResult<PrimitiveColumn<T>> {
+        let mut out = Vec::with_capacity(c.len());
+        for (i, v) in c.values().iter().enumerate() {
+            match T::ZERO.sub(*v) {
+                Some(x) => out.push(x),
+                None if !c.is_valid(i) => out.push(T::ZERO),
+                None => return Err(ExecError::Overflow { op: "negation", ty: T::TYPE }),
+            }
+        }
+        Ok(PrimitiveColumn::new(Buffer::from_vec(out), c.validity().cloned()))
+    }
+    Ok(match c {
+        Column::Int32(x) => Column::Int32(neg(x)?),
+        Column::Int64(x) => Column::Int64(neg(x)?),
+        Column::Float64(x) => {
+            Column::Float64(PrimitiveColumn::new(Buffer::from_vec(x.values().iter().map(|v| -v).collect()), x.validity().cloned()))
+        }
+        other => return Err(ExecError::Internal(format!("cannot negate {}", other.data_type()))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use morsel_storage::ScalarValue;
+
+    #[test]
+    fn overflow_is_an_error_but_not_on_null_rows() {
+        let a = Column::Int64(PrimitiveColumn::from_options([Some(i64::MAX), Some(1)]));
+        let b = Column::Int64(PrimitiveColumn::from_options([Some(1), Some(1)]));
+        assert!(matches!(arith(BinaryOp::Plus, &a, &b), Err(ExecError::Overflow { .. })));
+        let a = Column::Int64(PrimitiveColumn::new(Buffer::from_vec(vec![i64::MAX, 1]), Some(Bitmap::from_bools([false, true]))));
+        let c = arith(BinaryOp::Plus, &a, &b).unwrap();
+        assert_eq!(c.scalar_at(0), ScalarValue::Null);
+        assert_eq!(c.scalar_at(1), ScalarValue::Int64(2));
+    }
+
+    #[test]
+    fn integer_division_truncates_and_zero_divisor_is_an_error() {
+        let a = Column::Int32(PrimitiveColumn::from_vec(vec![7, -7]));
+        let b = Column::Int32(PrimitiveColumn::from_vec(vec![2, 2]));
+        let q = arith(BinaryOp::IntDivide, &a, &b).unwrap();
+        assert_eq!((q.scalar_at(0), q.scalar_at(1)), (ScalarValue::Int32(3), ScalarValue::Int32(-3)));
+        let m = arith(BinaryOp::Modulo, &a, &b).unwrap();
+        assert_eq!(m.scalar_at(1), ScalarValue::Int32(-1));
+        let z = Column::Int32(PrimitiveColumn::from_vec(vec![2, 0]));
+        assert!(matches!(arith(BinaryOp::Modulo, &a, &z), Err(ExecError::DivisionByZero { .. })));
+        // A zero divisor on a NULL row is fine.
+        let n = Column::Int32(PrimitiveColumn::from_options([Some(1), None]));
+        assert_eq!(arith(BinaryOp::IntDivide, &n, &z).unwrap().scalar_at(1), ScalarValue::Null);
+    }
+}

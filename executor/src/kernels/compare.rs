@@ -1,0 +1,71 @@
+//! Comparisons of two columns of the same type, producing a BOOLEAN column that is NULL
+//! wherever either input is. Values are packed 64 comparisons per word.
+
+use std::cmp::Ordering;
+
+use morsel_planner::BinaryOp;
+use morsel_storage::{Bitmap, BooleanColumn, Column};
+
+use super::and_validity;
+use crate::error::{ExecError, ExecResult};
+
+fn test(op: BinaryOp, o: Ordering) -> bool {
+    match op {
+        BinaryOp::Eq => o == Ordering::Equal,
+        BinaryOp::NotEq => o != Ordering::Equal,
+        BinaryOp::Lt => o == Ordering::Less,
+        BinaryOp::LtEq => o != Ordering::Greater,
+        BinaryOp::Gt => o == Ordering::Greater,
+        _ => o != Ordering::Less,
+    }
+}
+
+/// Float order used by comparisons, sorting and MIN/MAX: NaN equals NaN and is greater than
+/// every other value (DuckDB's order); -0.0 equals 0.0.
+#[inline]
+pub fn cmp_f64(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+}
+
+macro_rules! prim {
+    ($op:expr, $a:expr, $b:expr, $cmp:expr) => {{
+        let (x, y) = ($a.values(), $b.values());
+        let op = $op;
+        let values = match op {
+            BinaryOp::Eq => Bitmap::from_fn(x.len(), |i| $cmp(x[i], y[i]) == Ordering::Equal),
+            BinaryOp::Lt => Bitmap::from_fn(x.len(), |i| $cmp(x[i], y[i]) == Ordering::Less),
+            _ => Bitmap::from_fn(x.len(), |i| test(op, $cmp(x[i], y[i]))),
+        };
+        BooleanColumn::new(values, and_validity($a.validity(), $b.validity()))
+    }};
+}
+
+/// `l op r` where `op` is a comparison.
+pub fn compare(op: BinaryOp, l: &Column, r: &Column) -> ExecResult<BooleanColumn> {
+    if !op.is_comparison() {
+        return Err(ExecError::Internal(format!("{} is not a comparison", op.symbol())));
+    }
+    Ok(match (l, r) {
+        (Column::Int32(a), Column::Int32(b)) | (Column::Date32(a), Column::Date32(b)) => prim!(op, a, b, |p: i32, q: i32| p.cmp(&q)),
+        (Column::Int64(a), Column::Int64(b)) | (Column::Timestamp(a), Column::Timestamp(b)) => {
+            prim!(op, a, b, |p: i64, q: i64| p.cmp(&q))
+        }
+        (Column::Float64(a), Column::Float64(b)) => prim!(op, a, b, cmp_f64),
+        (Column::Utf8(a), Column::Utf8(b)) => {
+            let values = Bitmap::from_fn(a.len(), |i| test(op, a.value_bytes(i).cmp(b.value_bytes(i))));
+            BooleanColumn::new(values, and_validity(a.validity(), b.validity()))
+        }
+        (Column::Boolean(a), Column::Boolean(b)) => {
+            let (x, y) = (a.values(), b.values());
+            let values = Bitmap::from_fn(a.len(), |i| test(op, x.get(i).cmp(&y.get(i))));
+            BooleanColumn::new(values, and_validity(a.validity(), b.validity()))
+        }
+        (a, b) => {
+            return Err(ExecError::Internal(format!(
+                "comparing {} with {} (the planner should have cast them)",
+                a.data_type(),
+                b.data_type()
+            )))
+        }
+    })
+}

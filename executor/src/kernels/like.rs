@@ -1,0 +1,141 @@
+//! LIKE / ILIKE matching. `%` matches any run of characters, `_` exactly one character.
+//! Common shapes (`abc`, `abc%`, `%abc`, `%abc%`) take fast paths; everything else uses a
+//! greedy matcher that backtracks only to the last `%`, so it runs in linear time for
+//! patterns with at most one `%` and never worse than O(pattern x text).
+
+use morsel_storage::{Bitmap, BooleanColumn, Utf8Column};
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Lit(char),
+    One,
+    Any,
+}
+
+#[derive(Clone, Debug)]
+pub struct LikeMatcher {
+    tokens: Vec<Token>,
+    fast: Fast,
+    case_insensitive: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Fast {
+    Exact(String),
+    Prefix(String),
+    Suffix(String),
+    Contains(String),
+    General,
+}
+
+impl LikeMatcher {
+    pub fn new(pattern: &str, case_insensitive: bool) -> Self {
+        let pattern = if case_insensitive { pattern.to_lowercase() } else { pattern.to_string() };
+        let tokens: Vec<Token> = pattern
+            .chars()
+            .map(|c| match c {
+                '%' => Token::Any,
+                '_' => Token::One,
+                c => Token::Lit(c),
+            })
+            .collect();
+        let lits = |t: &[Token]| -> Option<String> {
+            t.iter().map(|x| if let Token::Lit(c) = x { Some(*c) } else { None }).collect()
+        };
+        let n = tokens.len();
+        let fast = if let Some(s) = lits(&tokens) {
+            Fast::Exact(s)
+        } else if n >= 2 && tokens[0] == Token::Any && tokens[n - 1] == Token::Any && lits(&tokens[1..n - 1]).is_some() {
+            Fast::Contains(lits(&tokens[1..n - 1]).unwrap_or_default())
+        } else if n >= 1 && tokens[n - 1] == Token::Any && lits(&tokens[..n - 1]).is_some() {
+            Fast::Prefix(lits(&tokens[..n - 1]).unwrap_or_default())
+        } else if n >= 1 && tokens[0] == Token::Any && lits(&tokens[1..]).is_some() {
+            Fast::Suffix(lits(&tokens[1..]).unwrap_or_default())
+        } else {
+            Fast::General
+        };
+        Self { tokens, fast, case_insensitive }
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        let lowered;
+        let text = if self.case_insensitive {
+            lowered = text.to_lowercase();
+            lowered.as_str()
+        } else {
+            text
+        };
+        match &self.fast {
+            Fast::Exact(s) => text == s,
+            Fast::Prefix(s) => text.starts_with(s.as_str()),
+            Fast::Suffix(s) => text.ends_with(s.as_str()),
+            Fast::Contains(s) => text.contains(s.as_str()),
+            Fast::General => self.general(text),
+        }
+    }
+
+    fn general(&self, text: &str) -> bool {
+        let t: Vec<char> = text.chars().collect();
+        let p = &self.tokens;
+        let (mut ti, mut pi) = (0, 0);
+        let mut backtrack: Option<(usize, usize)> = None;
+        while ti < t.len() {
+            match p.get(pi) {
+                Some(Token::Any) => {
+                    backtrack = Some((pi, ti));
+                    pi += 1;
+                }
+                Some(Token::One) => {
+                    pi += 1;
+                    ti += 1;
+                }
+                Some(Token::Lit(c)) if *c == t[ti] => {
+                    pi += 1;
+                    ti += 1;
+                }
+                _ => match backtrack {
+                    Some((bp, bt)) => {
+                        pi = bp + 1;
+                        ti = bt + 1;
+                        backtrack = Some((bp, bt + 1));
+                    }
+                    None => return false,
+                },
+            }
+        }
+        p[pi..].iter().all(|x| *x == Token::Any)
+    }
+
+    pub fn eval(&self, c: &Utf8Column, negated: bool) -> BooleanColumn {
+        let values = Bitmap::from_fn(c.len(), |i| self.matches(c.value(i)) != negated);
+        BooleanColumn::new(values, c.validity().cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LikeMatcher;
+
+    #[test]
+    fn patterns() {
+        let cases = [
+            ("abc", "abc", true),
+            ("abc", "abd", false),
+            ("a%", "abc", true),
+            ("%c", "abc", true),
+            ("%b%", "abc", true),
+            ("a_c", "abc", true),
+            ("a_c", "abbc", false),
+            ("%a%b%c%", "xaxbxcx", true),
+            ("%a%b%c%", "xaxcxbx", false),
+            ("_", "é", true),
+            ("%special%requests%", "blithely special foxes requests", true),
+            ("", "", true),
+            ("%", "", true),
+        ];
+        for (p, t, want) in cases {
+            assert_eq!(LikeMatcher::new(p, false).matches(t), want, "{t:?} LIKE {p:?}");
+        }
+        assert!(LikeMatcher::new("ABC%", true).matches("abcdef"));
+    }
+}

@@ -1,0 +1,81 @@
+//! Numeric functions: ABS, ROUND, FLOOR, CEIL, SQRT.
+
+use morsel_planner::ScalarFunc;
+use morsel_storage::{Buffer, Column, PrimitiveColumn};
+
+use crate::error::{ExecError, ExecResult};
+
+fn map_f64(c: &PrimitiveColumn<f64>, f: impl Fn(f64) -> f64) -> Column {
+    Column::Float64(PrimitiveColumn::new(Buffer::from_vec(c.values().iter().map(|v| f(*v)).collect()), c.validity().cloned()))
+}
+
+/// Rounds half away from zero to `digits` decimal places (negative digits round left of the
+/// point), as DuckDB does for DOUBLE.
+pub fn round_f64(v: f64, digits: i64) -> f64 {
+    if !v.is_finite() {
+        return v;
+    }
+    let digits = digits.clamp(-308, 308) as i32;
+    let scale = 10f64.powi(digits.abs());
+    if digits >= 0 {
+        let r = (v * scale).round() / scale;
+        if r.is_finite() { r } else { v }
+    } else {
+        (v / scale).round() * scale
+    }
+}
+
+pub fn unary(func: ScalarFunc, c: &Column, digits: Option<&PrimitiveColumn<i64>>) -> ExecResult<Column> {
+    Ok(match (func, c) {
+        (ScalarFunc::Abs, Column::Int32(x)) => {
+            let mut out = Vec::with_capacity(x.len());
+            for (i, v) in x.values().iter().enumerate() {
+                out.push(match v.checked_abs() {
+                    Some(a) => a,
+                    None if !x.is_valid(i) => 0,
+                    None => return Err(ExecError::Overflow { op: "abs", ty: morsel_storage::DataType::Int32 }),
+                });
+            }
+            Column::Int32(PrimitiveColumn::new(Buffer::from_vec(out), x.validity().cloned()))
+        }
+        (ScalarFunc::Abs, Column::Int64(x)) => {
+            let mut out = Vec::with_capacity(x.len());
+            for (i, v) in x.values().iter().enumerate() {
+                out.push(match v.checked_abs() {
+                    Some(a) => a,
+                    None if !x.is_valid(i) => 0,
+                    None => return Err(ExecError::Overflow { op: "abs", ty: morsel_storage::DataType::Int64 }),
+                });
+            }
+            Column::Int64(PrimitiveColumn::new(Buffer::from_vec(out), x.validity().cloned()))
+        }
+        (ScalarFunc::Abs, Column::Float64(x)) => map_f64(x, f64::abs),
+        (ScalarFunc::Floor, Column::Float64(x)) => map_f64(x, f64::floor),
+        (ScalarFunc::Ceil, Column::Float64(x)) => map_f64(x, f64::ceil),
+        (ScalarFunc::Sqrt, Column::Float64(x)) => map_f64(x, f64::sqrt),
+        (ScalarFunc::Round, Column::Float64(x)) => match digits {
+            None => map_f64(x, |v| round_f64(v, 0)),
+            Some(d) => {
+                let values = (0..x.len()).map(|i| round_f64(x.values()[i], d.values()[i])).collect();
+                let validity = crate::kernels::and_validity(x.validity(), d.validity());
+                Column::Float64(PrimitiveColumn::new(Buffer::from_vec(values), validity))
+            }
+        },
+        // Integers are already whole: FLOOR, CEIL and ROUND (to >= 0 digits) keep them.
+        (ScalarFunc::Floor | ScalarFunc::Ceil | ScalarFunc::Round, Column::Int32(_) | Column::Int64(_)) => c.clone(),
+        (f, other) => return Err(ExecError::Internal(format!("{}() on {}", f.name(), other.data_type()))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_f64;
+
+    #[test]
+    fn rounds_half_away_from_zero() {
+        assert_eq!(round_f64(2.5, 0), 3.0);
+        assert_eq!(round_f64(-2.5, 0), -3.0);
+        assert_eq!(round_f64(1.2345, 2), 1.23);
+        assert_eq!(round_f64(1234.5, -2), 1200.0);
+    }
+}

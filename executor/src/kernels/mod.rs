@@ -1,0 +1,24 @@
+//! Vectorized kernels. Each works on whole columns of one type (the planner inserted the
+//! casts), reads values as plain slices, and combines validity bitmaps word-at-a-time instead
+//! of branching on nulls per row.
+
+pub mod arith;
+pub mod boolean;
+pub mod cast;
+pub mod compare;
+pub mod like;
+pub mod math;
+pub mod select;
+pub mod string;
+pub mod temporal;
+
+use morsel_storage::Bitmap;
+
+/// The validity of a row-wise combination of two columns: valid where both are.
+pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
+    match (a, b) {
+        (None, None) => None,
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (Some(x), Some(y)) => Some(x.and(y)),
+    }
+}

@@ -1,0 +1,55 @@
+//! Row selection across columns: filtering by a mask, and `interleave`, which builds a column
+//! whose row i comes from `columns[choice[i]]` (the core of CASE and COALESCE).
+
+use morsel_storage::{Batch, Bitmap, Column, ColumnBuilder, PrimitiveBuilder};
+
+use crate::error::{ExecError, ExecResult};
+
+/// Keeps the rows of `batch` whose bit is set in `mask` (no copy when all pass).
+pub fn filter_batch(batch: &Batch, mask: &Bitmap) -> ExecResult<Batch> {
+    let kept = mask.count_ones();
+    if kept == batch.num_rows() {
+        return Ok(batch.clone());
+    }
+    let columns = batch.columns().iter().map(|c| c.filter(mask)).collect();
+    Ok(Batch::try_new(batch.schema().clone(), columns, kept)?)
+}
+
+/// Row i of the result is row i of `columns[choice[i]]`, or NULL when `choice[i]` is
+/// `u32::MAX`. All columns have the same type and length.
+pub fn interleave(columns: &[&Column], choice: &[u32], ty: morsel_storage::DataType) -> ExecResult<Column> {
+    macro_rules! prim {
+        ($variant:ident, $t:ty) => {{
+            let cols: Vec<_> = columns
+                .iter()
+                .map(|c| match c {
+                    Column::$variant(p) => Ok(p),
+                    other => Err(ExecError::Internal(format!("interleave expected {ty}, got {}", other.data_type()))),
+                })
+                .collect::<ExecResult<_>>()?;
+            let mut b = PrimitiveBuilder::<$t>::with_capacity(choice.len());
+            for (i, &k) in choice.iter().enumerate() {
+                b.push_option(if k == u32::MAX { None } else { cols[k as usize].get(i) });
+            }
+            Column::$variant(b.finish())
+        }};
+    }
+    Ok(match ty {
+        morsel_storage::DataType::Int32 => prim!(Int32, i32),
+        morsel_storage::DataType::Date32 => prim!(Date32, i32),
+        morsel_storage::DataType::Int64 => prim!(Int64, i64),
+        morsel_storage::DataType::Timestamp => prim!(Timestamp, i64),
+        morsel_storage::DataType::Float64 => prim!(Float64, f64),
+        _ => {
+            let mut b = ColumnBuilder::with_capacity(ty, choice.len());
+            for (i, &k) in choice.iter().enumerate() {
+                if k == u32::MAX {
+                    b.push_null();
+                } else {
+                    b.push_scalar(&columns[k as usize].scalar_at(i))?;
+                }
+            }
+            b.finish()
+        }
+    })
+}

@@ -1,0 +1,252 @@
+//! Aggregate states, one slot per group, updated a batch at a time with a group id per row.
+//!
+//! Float sums are added row by row in morsel order within a morsel's partial, and partials are
+//! merged in morsel order, so `SUM(double)` is the same bit pattern at any thread count.
+
+use morsel_planner::AggFunc;
+use morsel_storage::{Buffer, Column, ColumnBuilder, DataType, PrimitiveBuilder, PrimitiveColumn, ScalarValue};
+
+use crate::error::{ExecError, ExecResult};
+use crate::kernels::compare::cmp_f64;
+
+#[derive(Debug)]
+pub enum Accumulator {
+    /// `count(x)` (non-NULL values) or `count(*)` (rows).
+    Count(Vec<i64>),
+    SumInt { sums: Vec<i64>, seen: Vec<bool> },
+    SumFloat { sums: Vec<f64>, seen: Vec<bool> },
+    AvgInt { sums: Vec<i128>, counts: Vec<i64> },
+    AvgFloat { sums: Vec<f64>, counts: Vec<i64> },
+    /// MIN / MAX of any type; `min` picks which. Values kept as scalars per group.
+    Extreme { min: bool, ty: DataType, values: Vec<Option<ScalarValue>> },
+}
+
+fn int_values(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
+    match c {
+        Column::Int64(x) => Ok(x),
+        other => Err(ExecError::Internal(format!("integer aggregate over {}", other.data_type()))),
+    }
+}
+
+fn float_values(c: &Column) -> ExecResult<&PrimitiveColumn<f64>> {
+    match c {
+        Column::Float64(x) => Ok(x),
+        other => Err(ExecError::Internal(format!("float aggregate over {}", other.data_type()))),
+    }
+}
+
+/// `a` replaces `b` as the running extreme.
+fn better(min: bool, a: &ScalarValue, b: &ScalarValue) -> bool {
+    use std::cmp::Ordering;
+    let ord = match (a, b) {
+        (ScalarValue::Int32(x), ScalarValue::Int32(y)) | (ScalarValue::Date32(x), ScalarValue::Date32(y)) => x.cmp(y),
+        (ScalarValue::Int64(x), ScalarValue::Int64(y)) | (ScalarValue::Timestamp(x), ScalarValue::Timestamp(y)) => x.cmp(y),
+        (ScalarValue::Float64(x), ScalarValue::Float64(y)) => cmp_f64(*x, *y),
+        (ScalarValue::Utf8(x), ScalarValue::Utf8(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (ScalarValue::Boolean(x), ScalarValue::Boolean(y)) => x.cmp(y),
+        _ => Ordering::Equal,
+    };
+    if min {
+        ord == Ordering::Less
+    } else {
+        ord == Ordering::Greater
+    }
+}
+
+impl Accumulator {
+    /// A state for `func` over arguments of type `arg` (ignored for `count(*)`).
+    pub fn new(func: AggFunc, arg: DataType) -> ExecResult<Self> {
+        Ok(match (func, arg) {
+            (AggFunc::Count | AggFunc::CountStar, _) => Accumulator::Count(Vec::new()),
+            (AggFunc::Sum, DataType::Int64) => Accumulator::SumInt { sums: Vec::new(), seen: Vec::new() },
+            (AggFunc::Sum, DataType::Float64) => Accumulator::SumFloat { sums: Vec::new(), seen: Vec::new() },
+            (AggFunc::Avg, DataType::Int64) => Accumulator::AvgInt { sums: Vec::new(), counts: Vec::new() },
+            (AggFunc::Avg, DataType::Float64) => Accumulator::AvgFloat { sums: Vec::new(), counts: Vec::new() },
+            (AggFunc::Min | AggFunc::Max, ty) => Accumulator::Extreme { min: func == AggFunc::Min, ty, values: Vec::new() },
+            (f, t) => return Err(ExecError::Internal(format!("{}() over {t}", f.name()))),
+        })
+    }
+
+    /// Makes room for `n` groups.
+    pub fn resize(&mut self, n: usize) {
+        match self {
+            Accumulator::Count(c) => c.resize(n, 0),
+            Accumulator::SumInt { sums, seen } => {
+                sums.resize(n, 0);
+                seen.resize(n, false);
+            }
+            Accumulator::SumFloat { sums, seen } => {
+                sums.resize(n, 0.0);
+                seen.resize(n, false);
+            }
+            Accumulator::AvgInt { sums, counts } => {
+                sums.resize(n, 0);
+                counts.resize(n, 0);
+            }
+            Accumulator::AvgFloat { sums, counts } => {
+                sums.resize(n, 0.0);
+                counts.resize(n, 0);
+            }
+            Accumulator::Extreme { values, .. } => values.resize(n, None),
+        }
+    }
+
+    /// Adds row i of `arg` to group `groups[i]` (`arg` is `None` for `count(*)`).
+    pub fn update(&mut self, groups: &[u32], arg: Option<&Column>) -> ExecResult<()> {
+        let Some(arg) = arg else {
+            if let Accumulator::Count(c) = self {
+                for &g in groups {
+                    c[g as usize] += 1;
+                }
+            }
+            return Ok(());
+        };
+        match self {
+            Accumulator::Count(c) => {
+                for (i, &g) in groups.iter().enumerate() {
+                    c[g as usize] += arg.is_valid(i) as i64;
+                }
+            }
+            Accumulator::SumInt { sums, seen } => {
+                let x = int_values(arg)?;
+                for (i, &g) in groups.iter().enumerate() {
+                    if x.is_valid(i) {
+                        let g = g as usize;
+                        sums[g] = sums[g]
+                            .checked_add(x.values()[i])
+                            .ok_or(ExecError::Overflow { op: "sum()", ty: DataType::Int64 })?;
+                        seen[g] = true;
+                    }
+                }
+            }
+            Accumulator::SumFloat { sums, seen } => {
+                let x = float_values(arg)?;
+                for (i, &g) in groups.iter().enumerate() {
+                    if x.is_valid(i) {
+                        sums[g as usize] += x.values()[i];
+                        seen[g as usize] = true;
+                    }
+                }
+            }
+            Accumulator::AvgInt { sums, counts } => {
+                let x = int_values(arg)?;
+                for (i, &g) in groups.iter().enumerate() {
+                    if x.is_valid(i) {
+                        sums[g as usize] += x.values()[i] as i128;
+                        counts[g as usize] += 1;
+                    }
+                }
+            }
+            Accumulator::AvgFloat { sums, counts } => {
+                let x = float_values(arg)?;
+                for (i, &g) in groups.iter().enumerate() {
+                    if x.is_valid(i) {
+                        sums[g as usize] += x.values()[i];
+                        counts[g as usize] += 1;
+                    }
+                }
+            }
+            Accumulator::Extreme { min, values, .. } => {
+                for (i, &g) in groups.iter().enumerate() {
+                    if !arg.is_valid(i) {
+                        continue;
+                    }
+                    let v = arg.scalar_at(i);
+                    let slot = &mut values[g as usize];
+                    if slot.as_ref().is_none_or(|cur| better(*min, &v, cur)) {
+                        *slot = Some(v);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds `other`'s group g into this state's group `mapping[g]`.
+    pub fn merge(&mut self, other: Accumulator, mapping: &[u32]) -> ExecResult<()> {
+        match (self, other) {
+            (Accumulator::Count(a), Accumulator::Count(b)) => {
+                for (g, v) in b.into_iter().enumerate() {
+                    a[mapping[g] as usize] += v;
+                }
+            }
+            (Accumulator::SumInt { sums, seen }, Accumulator::SumInt { sums: s2, seen: n2 }) => {
+                for g in 0..s2.len() {
+                    let m = mapping[g] as usize;
+                    sums[m] = sums[m].checked_add(s2[g]).ok_or(ExecError::Overflow { op: "sum()", ty: DataType::Int64 })?;
+                    seen[m] |= n2[g];
+                }
+            }
+            (Accumulator::SumFloat { sums, seen }, Accumulator::SumFloat { sums: s2, seen: n2 }) => {
+                for g in 0..s2.len() {
+                    let m = mapping[g] as usize;
+                    if n2[g] {
+                        sums[m] += s2[g];
+                        seen[m] = true;
+                    }
+                }
+            }
+            (Accumulator::AvgInt { sums, counts }, Accumulator::AvgInt { sums: s2, counts: c2 }) => {
+                for g in 0..s2.len() {
+                    let m = mapping[g] as usize;
+                    sums[m] += s2[g];
+                    counts[m] += c2[g];
+                }
+            }
+            (Accumulator::AvgFloat { sums, counts }, Accumulator::AvgFloat { sums: s2, counts: c2 }) => {
+                for g in 0..s2.len() {
+                    let m = mapping[g] as usize;
+                    if c2[g] > 0 {
+                        sums[m] += s2[g];
+                        counts[m] += c2[g];
+                    }
+                }
+            }
+            (Accumulator::Extreme { min, values, .. }, Accumulator::Extreme { values: v2, .. }) => {
+                for (g, v) in v2.into_iter().enumerate() {
+                    let Some(v) = v else { continue };
+                    let slot = &mut values[mapping[g] as usize];
+                    if slot.as_ref().is_none_or(|cur| better(*min, &v, cur)) {
+                        *slot = Some(v);
+                    }
+                }
+            }
+            _ => return Err(ExecError::Internal("merging different aggregate states".into())),
+        }
+        Ok(())
+    }
+
+    /// The final value of every group.
+    pub fn finish(self) -> ExecResult<Column> {
+        Ok(match self {
+            Accumulator::Count(c) => Column::Int64(PrimitiveColumn::new(Buffer::from_vec(c), None)),
+            Accumulator::SumInt { sums, seen } => {
+                let mut b = PrimitiveBuilder::with_capacity(sums.len());
+                sums.iter().zip(&seen).for_each(|(s, ok)| b.push_option(ok.then_some(*s)));
+                Column::Int64(b.finish())
+            }
+            Accumulator::SumFloat { sums, seen } => {
+                let mut b = PrimitiveBuilder::with_capacity(sums.len());
+                sums.iter().zip(&seen).for_each(|(s, ok)| b.push_option(ok.then_some(*s)));
+                Column::Float64(b.finish())
+            }
+            Accumulator::AvgInt { sums, counts } => {
+                let mut b = PrimitiveBuilder::with_capacity(sums.len());
+                sums.iter().zip(&counts).for_each(|(s, c)| b.push_option((*c > 0).then(|| *s as f64 / *c as f64)));
+                Column::Float64(b.finish())
+            }
+            Accumulator::AvgFloat { sums, counts } => {
+                let mut b = PrimitiveBuilder::with_capacity(sums.len());
+                sums.iter().zip(&counts).for_each(|(s, c)| b.push_option((*c > 0).then(|| s / *c as f64)));
+                Column::Float64(b.finish())
+            }
+            Accumulator::Extreme { ty, values, .. } => {
+                let mut b = ColumnBuilder::with_capacity(ty, values.len());
+                for v in &values {
+                    b.push_scalar(v.as_ref().unwrap_or(&ScalarValue::Null))?;
+                }
+                b.finish()
+            }
+        })
+    }
+}

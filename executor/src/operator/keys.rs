@@ -1,0 +1,176 @@
+//! Row keys for hashing: the values of several key columns of one row, encoded into one byte
+//! string, plus a hash table that interns distinct keys as dense ids in first-seen order.
+//!
+//! Encoding per column: a tag byte (0 = NULL, 1 = value), then the value: fixed-width
+//! little-endian for numbers and dates (floats normalized so -0.0 = 0.0 and all NaNs are one
+//! key), one byte for booleans, a u32 length and the bytes for strings. Equal keys have equal
+//! bytes, so grouping and joining compare plain byte strings.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+use morsel_storage::Column;
+
+/// Hash state fixed at compile time: the same key hashes the same in every table, so partial
+/// tables can hand their stored hashes to the table they merge into.
+const HASHER: FixedState = FixedState::with_seed(0x6d6f_7273_656c_2121);
+
+pub fn hash_key(key: &[u8]) -> u64 {
+    HASHER.hash_one(key)
+}
+
+/// Encoded keys of every row of a batch.
+pub struct RowKeys {
+    bytes: Vec<u8>,
+    offsets: Vec<usize>,
+    /// Rows where some key column is NULL (joins never match these).
+    pub has_null: Vec<bool>,
+}
+
+impl RowKeys {
+    pub fn encode(cols: &[Column], rows: usize) -> RowKeys {
+        let mut lens = vec![0usize; rows];
+        let mut has_null = vec![false; rows];
+        for c in cols {
+            for (i, len) in lens.iter_mut().enumerate() {
+                *len += 1;
+                if !c.is_valid(i) {
+                    has_null[i] = true;
+                    continue;
+                }
+                *len += match c {
+                    Column::Boolean(_) => 1,
+                    Column::Int32(_) | Column::Date32(_) => 4,
+                    Column::Int64(_) | Column::Timestamp(_) | Column::Float64(_) => 8,
+                    Column::Utf8(s) => 4 + s.value_bytes(i).len(),
+                };
+            }
+        }
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        for l in &lens {
+            offsets.push(offsets.last().copied().unwrap_or(0) + l);
+        }
+        let mut bytes = vec![0u8; offsets[rows]];
+        let mut pos: Vec<usize> = offsets[..rows].to_vec();
+        for c in cols {
+            for (i, p) in pos.iter_mut().enumerate() {
+                if !c.is_valid(i) {
+                    bytes[*p] = 0;
+                    *p += 1;
+                    continue;
+                }
+                bytes[*p] = 1;
+                *p += 1;
+                let mut put = |b: &[u8]| {
+                    bytes[*p..*p + b.len()].copy_from_slice(b);
+                    *p += b.len();
+                };
+                match c {
+                    Column::Boolean(b) => put(&[b.values().get(i) as u8]),
+                    Column::Int32(x) | Column::Date32(x) => put(&x.values()[i].to_le_bytes()),
+                    Column::Int64(x) | Column::Timestamp(x) => put(&x.values()[i].to_le_bytes()),
+                    Column::Float64(x) => {
+                        let v = x.values()[i];
+                        let v = if v == 0.0 { 0.0 } else if v.is_nan() { f64::NAN } else { v };
+                        put(&v.to_bits().to_le_bytes())
+                    }
+                    Column::Utf8(s) => {
+                        let b = s.value_bytes(i);
+                        put(&(b.len() as u32).to_le_bytes());
+                        put(b);
+                    }
+                }
+            }
+        }
+        RowKeys { bytes, offsets, has_null }
+    }
+
+    #[inline]
+    pub fn key(&self, i: usize) -> &[u8] {
+        &self.bytes[self.offsets[i]..self.offsets[i + 1]]
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Interns distinct keys as ids 0, 1, 2, ... in first-seen order.
+#[derive(Default)]
+pub struct KeyInterner {
+    table: HashTable<u32>,
+    arena: Vec<u8>,
+    offsets: Vec<usize>,
+    hashes: Vec<u64>,
+}
+
+impl KeyInterner {
+    pub fn new() -> Self {
+        Self { table: HashTable::new(), arena: Vec::new(), offsets: vec![0], hashes: Vec::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
+    pub fn key(&self, id: usize) -> &[u8] {
+        &self.arena[self.offsets[id]..self.offsets[id + 1]]
+    }
+
+    pub fn hash(&self, id: usize) -> u64 {
+        self.hashes[id]
+    }
+
+    /// The id of `key`, if it has been interned.
+    #[inline]
+    pub fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
+        let (arena, offsets) = (&self.arena, &self.offsets);
+        self.table
+            .find(hash, |&id| &arena[offsets[id as usize]..offsets[id as usize + 1]] == key)
+            .copied()
+    }
+
+    /// The id of `key`, and whether it is new.
+    #[inline]
+    pub fn intern(&mut self, key: &[u8], hash: u64) -> (u32, bool) {
+        if let Some(id) = self.find(key, hash) {
+            return (id, false);
+        }
+        let id = self.hashes.len() as u32;
+        self.arena.extend_from_slice(key);
+        self.offsets.push(self.arena.len());
+        self.hashes.push(hash);
+        let hashes = &self.hashes;
+        self.table.insert_unique(hash, id, |&g| hashes[g as usize]);
+        (id, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use morsel_storage::{PrimitiveColumn, Utf8Column};
+
+    #[test]
+    fn equal_rows_get_equal_keys_and_nulls_are_tagged() {
+        let a = Column::Float64(PrimitiveColumn::from_options([Some(0.0), Some(-0.0), None, Some(f64::NAN)]));
+        let b = Column::Utf8(Utf8Column::from_strs([Some("x"), Some("x"), Some("x"), None]));
+        let k = RowKeys::encode(&[a, b], 4);
+        assert_eq!(k.key(0), k.key(1));
+        assert_ne!(k.key(0), k.key(2));
+        assert_eq!(k.has_null, vec![false, false, true, true]);
+        let mut t = KeyInterner::new();
+        let ids: Vec<u32> = (0..4).map(|i| t.intern(k.key(i), hash_key(k.key(i))).0).collect();
+        assert_eq!(ids, vec![0, 0, 1, 2]);
+    }
+}

@@ -1,0 +1,12 @@
+//! Operators, one per file. Streaming operators ([`crate::Operator`]): filter, projection,
+//! hash-join probe. Sinks ([`crate::Sink`]): collect, limit, sort, hash aggregate, join build.
+
+pub mod accumulator;
+pub mod aggregate;
+pub mod collect;
+pub mod filter;
+pub mod hash_join;
+pub mod keys;
+pub mod limit;
+pub mod project;
+pub mod sort;

@@ -1,0 +1,136 @@
+//! Pipelines and the morsel scheduler.
+//!
+//! A pipeline is a [`Source`] that hands out morsels, a chain of streaming [`Operator`]s and a
+//! [`Sink`]. Workers (tasks on the shared pool) repeatedly take the next morsel, pull its
+//! batches through the operators, and turn the morsel's output into one sink partial tagged
+//! with the morsel's sequence number. After the source is drained, partials are sorted by
+//! sequence number and merged by the sink, so the result does not depend on which worker ran
+//! which morsel. On an error, the error of the lowest morsel wins, also for determinism.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use morsel_storage::csv::Block;
+use morsel_storage::Batch;
+
+use crate::context::{pool, ExecContext, PipelineStats};
+use crate::error::{ExecError, ExecResult};
+
+/// A unit of work: a sequence number (its place in the source's order) and what to read.
+#[derive(Debug)]
+pub struct Morsel {
+    pub seq: u64,
+    pub data: MorselData,
+}
+
+#[derive(Debug)]
+pub enum MorselData {
+    /// Rows `offset..offset + len` of the source's batch `batch`.
+    Rows { batch: usize, offset: usize, len: usize },
+    /// A block of CSV records.
+    Csv(Block),
+}
+
+pub trait Source: Send + Sync {
+    /// Describes the source for metrics and EXPLAIN.
+    fn name(&self) -> String;
+    /// The next morsel from the shared cursor, in increasing `seq` order.
+    fn next_morsel(&self) -> ExecResult<Option<Morsel>>;
+    /// Reads a morsel's batches.
+    fn read(&self, morsel: Morsel, ctx: &ExecContext) -> ExecResult<Vec<Batch>>;
+}
+
+/// A streaming operator: one batch in, one batch out, no state across batches.
+pub trait Operator: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn execute(&self, batch: Batch) -> ExecResult<Batch>;
+}
+
+/// Consumes a pipeline's output: one partial per morsel, merged in morsel order.
+pub trait Sink: Sync {
+    type Partial: Send;
+    type Output;
+    fn consume(&self, seq: u64, batches: Vec<Batch>) -> ExecResult<Self::Partial>;
+    /// `partials` arrive sorted by morsel sequence number.
+    fn finish(&self, partials: Vec<Self::Partial>) -> ExecResult<Self::Output>;
+}
+
+/// Runs a pipeline to completion on `ctx.threads` workers.
+pub fn run_pipeline<S: Sink>(
+    ctx: &ExecContext,
+    source: &dyn Source,
+    operators: &[Box<dyn Operator>],
+    sink: &S,
+) -> ExecResult<S::Output> {
+    let partials: Mutex<Vec<(u64, S::Partial)>> = Mutex::new(Vec::new());
+    let first_error: Mutex<Option<(u64, ExecError)>> = Mutex::new(None);
+    // Morsels after a failed one need not run: only lower ones can still report an error.
+    let stop_after = AtomicU64::new(u64::MAX);
+    let per_worker: Vec<AtomicU64> = (0..ctx.threads).map(|_| AtomicU64::new(0)).collect();
+
+    let record = |seq: u64, e: ExecError| {
+        stop_after.fetch_min(seq, Ordering::SeqCst);
+        let mut slot = first_error.lock().expect("error slot");
+        if slot.as_ref().is_none_or(|(s, _)| seq < *s) {
+            *slot = Some((seq, e));
+        }
+    };
+
+    let work = |worker: usize| loop {
+        if ctx.is_cancelled() {
+            record(0, ExecError::Cancelled);
+            return;
+        }
+        let morsel = match source.next_morsel() {
+            Ok(Some(m)) => m,
+            Ok(None) => return,
+            // The source fails after handing out every earlier morsel: lowest priority.
+            Err(e) => return record(u64::MAX, e),
+        };
+        let seq = morsel.seq;
+        if seq > stop_after.load(Ordering::SeqCst) {
+            return;
+        }
+        per_worker[worker].fetch_add(1, Ordering::Relaxed);
+        let result = source.read(morsel, ctx).and_then(|batches| {
+            let mut out = Vec::with_capacity(batches.len());
+            for mut batch in batches {
+                for op in operators {
+                    batch = op.execute(batch)?;
+                }
+                if batch.num_rows() > 0 {
+                    out.push(batch);
+                }
+            }
+            sink.consume(seq, out)
+        });
+        match result {
+            Ok(p) => partials.lock().expect("partials").push((seq, p)),
+            Err(e) => record(seq, e),
+        }
+    };
+
+    if ctx.threads == 1 {
+        work(0);
+    } else {
+        pool().scope(|s| {
+            for w in 0..ctx.threads {
+                let work = &work;
+                s.spawn(move |_| work(w));
+            }
+        });
+    }
+
+    let counts: Vec<u64> = per_worker.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    ctx.metrics.pipelines.lock().expect("metrics").push(PipelineStats {
+        source: source.name(),
+        morsels: counts.iter().sum(),
+        morsels_per_worker: counts,
+    });
+    if let Some((_, e)) = first_error.into_inner().expect("error slot") {
+        return Err(e);
+    }
+    let mut partials = partials.into_inner().expect("partials");
+    partials.sort_by_key(|(seq, _)| *seq);
+    sink.finish(partials.into_iter().map(|(_, p)| p).collect())
+}
