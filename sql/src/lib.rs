@@ -1,1 +1,25 @@
+//! morsel-sql: SQL text to logical plans.
+//!
+//! Parsing is sqlparser's (DuckDB dialect, so `FROM 'file.csv'`, `//` and `::` work); binding
+//! is ours: names are resolved against a [`Catalog`], aggregates are pulled out of the select
+//! list into an Aggregate node, and every error carries the position of the expression or
+//! clause it is about, so the CLI can point at it with a caret.
 
+#![forbid(unsafe_code)]
+
+mod binder;
+mod catalog;
+mod error;
+
+use sqlparser::dialect::DuckDbDialect;
+use sqlparser::parser::Parser;
+
+pub use binder::{plan_statement, Statement};
+pub use catalog::Catalog;
+pub use error::{SqlError, SqlErrorKind};
+pub use sqlparser::ast;
+
+/// Parses one or more `;`-separated statements.
+pub fn parse(sql: &str) -> Result<Vec<ast::Statement>, SqlError> {
+    Parser::parse_sql(&DuckDbDialect {}, sql).map_err(|e| SqlError::from_parser(e, sql))
+}

@@ -189,6 +189,13 @@ pub struct SortExpr {
     pub nulls_first: bool,
 }
 
+impl From<Expr> for SortExpr {
+    /// Ascending, NULLs last.
+    fn from(e: Expr) -> Self {
+        e.asc()
+    }
+}
+
 /// A column by name (`"t.a"` is split into relation `t` and name `a`).
 pub fn col(name: &str) -> Expr {
     match name.split_once('.') {

@@ -161,6 +161,27 @@ impl PlanBuilder {
         })
     }
 
+    /// Joins on an arbitrary condition: conjuncts of the form `left expr = right expr` become
+    /// hash keys; the rest is a residual filter evaluated on matching pairs.
+    pub fn join_on(self, right: PlanBuilder, kind: JoinKind, condition: Option<Expr>) -> PlanResult<Self> {
+        let (ls, rs) = (self.plan.schema(), right.plan.schema());
+        let over = |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && e.columns().iter().all(|c| s.has(c));
+        let mut keys = Vec::new();
+        let mut rest = Vec::new();
+        for c in condition.map(Expr::split_conjunction).unwrap_or_default() {
+            match &c {
+                Expr::Binary { left, op: crate::expr::BinaryOp::Eq, right } if over(left, ls) && over(right, rs) => {
+                    keys.push((*left.clone(), *right.clone()))
+                }
+                Expr::Binary { left, op: crate::expr::BinaryOp::Eq, right } if over(left, rs) && over(right, ls) => {
+                    keys.push((*right.clone(), *left.clone()))
+                }
+                _ => rest.push(c),
+            }
+        }
+        self.join(right, kind, keys, Expr::conjunction(rest))
+    }
+
     /// Joins on columns of the same name (`USING (a, b)`).
     pub fn join_using(self, right: PlanBuilder, kind: JoinKind, names: &[&str]) -> PlanResult<Self> {
         let on = names

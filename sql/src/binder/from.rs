@@ -1,0 +1,194 @@
+//! FROM: tables, CSV files (quoted paths and `read_csv(...)`), derived tables and joins.
+
+use morsel_planner::{Expr, JoinKind, PlanBuilder};
+use morsel_storage::csv::CsvOptions;
+use sqlparser::ast::{self, Spanned};
+
+use super::expr::literal;
+use super::Binder;
+use crate::error::{SqlError, SqlErrorKind};
+
+/// The relation name DuckDB gives a file: its name without directory and extension.
+fn file_alias(path: &str) -> String {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    name.split('.').next().filter(|s| !s.is_empty()).unwrap_or(name).to_string()
+}
+
+fn looks_like_file(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".csv") || lower.ends_with(".tsv") || lower.ends_with(".txt") || name.contains('/')
+}
+
+impl Binder<'_> {
+    /// The FROM list; several items are cross-joined (WHERE equalities later become keys).
+    pub(crate) fn from(&self, from: &[ast::TableWithJoins]) -> Result<PlanBuilder, SqlError> {
+        let mut out: Option<PlanBuilder> = None;
+        for twj in from {
+            let mut b = self.table_factor(&twj.relation)?;
+            for j in &twj.joins {
+                let right = self.table_factor(&j.relation)?;
+                b = self.join(b, right, &j.join_operator).map_err(|e| e.at(j.span()))?;
+            }
+            out = Some(match out {
+                None => b,
+                Some(prev) => prev.join(b, JoinKind::Inner, Vec::new(), None)?,
+            });
+        }
+        match out {
+            Some(b) => Ok(b),
+            None => Ok(PlanBuilder::values(vec![vec![]])?),
+        }
+    }
+
+    fn table_factor(&self, t: &ast::TableFactor) -> Result<PlanBuilder, SqlError> {
+        self.table_factor_inner(t).map_err(|e| e.at(t.span()))
+    }
+
+    fn table_factor_inner(&self, t: &ast::TableFactor) -> Result<PlanBuilder, SqlError> {
+        match t {
+            ast::TableFactor::Table { name, alias, args, .. } => {
+                if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                    return Err(SqlError::unsupported("column aliases on a table"));
+                }
+                let alias = alias.as_ref().map(|a| a.name.value.clone());
+                let parts: Vec<&ast::Ident> = name.0.iter().filter_map(|p| p.as_ident()).collect();
+                let text = parts.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+                if let Some(args) = args {
+                    return self.table_function(&text, &args.args, alias);
+                }
+                let quoted_path = parts.len() == 1 && parts[0].quote_style == Some('\'');
+                if !quoted_path {
+                    if let Some(source) = self.catalog.table(&text) {
+                        let alias = alias.unwrap_or_else(|| text.clone());
+                        return Ok(PlanBuilder::scan(text, alias, source));
+                    }
+                }
+                if quoted_path || looks_like_file(&text) {
+                    let source = self.catalog.csv_file(&text, CsvOptions::default())?;
+                    let alias = alias.unwrap_or_else(|| file_alias(&text));
+                    return Ok(PlanBuilder::scan(text, alias, source));
+                }
+                let names = self.catalog.table_names();
+                let mut candidates: Vec<(usize, String)> = names
+                    .into_iter()
+                    .map(|n| (morsel_planner::schema::edit_distance(&text.to_ascii_lowercase(), &n.to_ascii_lowercase()), n))
+                    .filter(|(d, _)| *d <= 2)
+                    .collect();
+                candidates.sort();
+                Err(SqlError::new(SqlErrorKind::TableNotFound {
+                    name: text,
+                    candidates: candidates.into_iter().map(|(_, n)| n).collect(),
+                }))
+            }
+            ast::TableFactor::Derived { lateral: false, subquery, alias, .. } => {
+                if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                    return Err(SqlError::unsupported("column aliases on a subquery"));
+                }
+                let name = alias.as_ref().map_or_else(|| "unnamed_subquery".to_string(), |a| a.name.value.clone());
+                Ok(self.query(subquery)?.alias(name))
+            }
+            ast::TableFactor::NestedJoin { table_with_joins, alias: None } => self.from(std::slice::from_ref(table_with_joins)),
+            other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
+        }
+    }
+
+    fn join(&self, left: PlanBuilder, right: PlanBuilder, op: &ast::JoinOperator) -> Result<PlanBuilder, SqlError> {
+        use ast::JoinOperator as J;
+        let (kind, constraint) = match op {
+            J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
+            J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+            J::CrossJoin(_) => return Ok(left.join(right, JoinKind::Inner, Vec::new(), None)?),
+            other => return Err(SqlError::unsupported(format!("{other:?} joins").split('(').next().unwrap_or("this join").to_string())),
+        };
+        match constraint {
+            ast::JoinConstraint::On(e) => {
+                let both = left.schema().join(right.schema(), false);
+                let cond = self.expr(e, &both)?;
+                Ok(left.join_on(right, kind, Some(cond))?)
+            }
+            ast::JoinConstraint::Using(names) => {
+                let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                let right_schema = right.schema().clone();
+                let joined = left.join_using(right, kind, &refs)?;
+                // USING keeps one copy of each join column: the left one.
+                let keep: Vec<Expr> = joined
+                    .schema()
+                    .fields()
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, f)| {
+                        let from_right = *i >= joined.schema().len() - right_schema.len();
+                        !(from_right && names.iter().any(|n| n.eq_ignore_ascii_case(&f.name)))
+                    })
+                    .map(|(_, f)| Expr::Column(f.column_ref()))
+                    .collect();
+                Ok(joined.project(keep)?)
+            }
+            ast::JoinConstraint::None => Ok(left.join(right, kind, Vec::new(), None)?),
+            ast::JoinConstraint::Natural | ast::JoinConstraint::UsingAlias(..) => Err(SqlError::unsupported("NATURAL joins")),
+        }
+    }
+
+    /// `read_csv('path', header = true, delim = ';', ...)` and `read_csv_auto(...)`.
+    fn table_function(&self, name: &str, args: &[ast::FunctionArg], alias: Option<String>) -> Result<PlanBuilder, SqlError> {
+        let fname = name.to_ascii_lowercase();
+        if fname != "read_csv" && fname != "read_csv_auto" {
+            return Err(SqlError::new(SqlErrorKind::UnknownFunction { name: fname, candidates: vec!["read_csv".into()] }));
+        }
+        let mut path = None;
+        let mut opts = CsvOptions::default();
+        for a in args {
+            let (key, value) = match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => (None, e),
+                ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(e), .. } => (Some(name.value.to_ascii_lowercase()), e),
+                ast::FunctionArg::ExprNamed { name: ast::Expr::Identifier(i), arg: ast::FunctionArgExpr::Expr(e), .. } => {
+                    (Some(i.value.to_ascii_lowercase()), e)
+                }
+                other => return Err(SqlError::unsupported(format!("the argument {other}")).at(other.span())),
+            };
+            let v = match value {
+                ast::Expr::Value(v) => literal(&v.value).map_err(|e| e.at(value.span()))?,
+                other => return Err(SqlError::invalid(format!("{name} options must be constants, got {other}")).at(other.span())),
+            };
+            let text = || v.to_string();
+            let truth = || match &v {
+                morsel_storage::ScalarValue::Boolean(b) => Ok(*b),
+                other => Err(SqlError::invalid(format!("expected true or false, got {other}")).at(value.span())),
+            };
+            let byte = |what: &str| -> Result<Option<u8>, SqlError> {
+                let t = text();
+                match t.len() {
+                    0 => Ok(None),
+                    1 => Ok(Some(t.as_bytes()[0])),
+                    _ => Err(SqlError::invalid(format!("{what} must be one character, got '{t}'")).at(value.span())),
+                }
+            };
+            let count = || -> Result<usize, SqlError> {
+                text().parse().map_err(|_| SqlError::invalid(format!("expected a count, got {v}")).at(value.span()))
+            };
+            match key.as_deref() {
+                None if path.is_none() => path = Some(text()),
+                None => return Err(SqlError::invalid(format!("{name} takes one path")).at(value.span())),
+                Some("header") => opts.has_header = truth()?,
+                Some("delim" | "sep" | "delimiter") => {
+                    opts.delimiter = byte("delim")?.ok_or_else(|| SqlError::invalid("delim cannot be empty").at(value.span()))?
+                }
+                Some("quote") => opts.quote = byte("quote")?,
+                Some("nullstr" | "null") => opts.null_values = vec![text()],
+                Some("comment") => opts.comment = Some(text()).filter(|c| !c.is_empty()),
+                Some("skip") => opts.skip_rows = count()?,
+                Some("n_rows" | "max_rows") => opts.n_rows = Some(count()?),
+                Some("ignore_errors") => opts.ignore_errors = truth()?,
+                Some("null_padding") => opts.null_padding = truth()?,
+                Some("truncate_extra_fields") => opts.truncate_extra_fields = truth()?,
+                Some("sample_size") => opts.infer_rows = count()?,
+                Some(other) => return Err(SqlError::unsupported(format!("the read_csv option {other}")).at(value.span())),
+            }
+        }
+        let path = path.ok_or_else(|| SqlError::invalid("read_csv needs a file path"))?;
+        let source = self.catalog.csv_file(&path, opts)?;
+        let alias = alias.unwrap_or_else(|| file_alias(&path));
+        Ok(PlanBuilder::scan(path, alias, source))
+    }
+}

@@ -1,0 +1,53 @@
+//! The binder: sqlparser AST to logical plans, one module per part of a query.
+
+mod expr;
+mod from;
+mod functions;
+mod query;
+mod types;
+
+use morsel_planner::LogicalPlan;
+use sqlparser::ast;
+use sqlparser::ast::Spanned;
+
+use crate::catalog::Catalog;
+use crate::error::SqlError;
+
+/// A bound statement, ready for the session to run.
+#[derive(Debug)]
+pub enum Statement {
+    Query(LogicalPlan),
+    /// `EXPLAIN [VERBOSE] query`: show the plan instead of running it.
+    Explain { plan: LogicalPlan, verbose: bool },
+}
+
+/// Binds one parsed statement against `catalog`.
+pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Statement, SqlError> {
+    let binder = Binder { catalog };
+    match stmt {
+        ast::Statement::Query(q) => Ok(Statement::Query(binder.query(q)?.build())),
+        ast::Statement::Explain { statement, analyze, verbose, format, .. } => {
+            if *analyze {
+                return Err(SqlError::unsupported("EXPLAIN ANALYZE").at(stmt.span()));
+            }
+            if format.is_some() {
+                return Err(SqlError::unsupported("EXPLAIN FORMAT").at(stmt.span()));
+            }
+            match statement.as_ref() {
+                ast::Statement::Query(q) => Ok(Statement::Explain { plan: binder.query(q)?.build(), verbose: *verbose }),
+                other => Err(SqlError::unsupported(format!("EXPLAIN of {}", statement_kind(other))).at(other.span())),
+            }
+        }
+        other => Err(SqlError::unsupported(format!("the {} statement", statement_kind(other))).at(other.span())),
+    }
+}
+
+/// The leading keywords of a statement, for messages.
+fn statement_kind(stmt: &ast::Statement) -> String {
+    let text = stmt.to_string();
+    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+}
+
+pub(crate) struct Binder<'a> {
+    catalog: &'a dyn Catalog,
+}

@@ -1,0 +1,388 @@
+//! Queries: SELECT blocks (with aggregation, HAVING, DISTINCT, ORDER BY), UNION, LIMIT.
+//!
+//! Aggregation follows the usual plan shape: aggregate calls are collected from the select
+//! list, HAVING and ORDER BY; an Aggregate node computes them grouped by the GROUP BY
+//! expressions; then every expression above is rewritten to read the aggregate's output
+//! columns, and anything left that is neither grouped nor aggregated is an error.
+
+use morsel_planner::expr::coerce;
+use morsel_planner::{ColumnRef, Expr, PlanBuilder, PlanSchema, SortExpr};
+use sqlparser::ast::{self, Spanned};
+
+use super::Binder;
+use crate::error::SqlError;
+
+/// A select-list entry: the bound expression, its syntax (none for `*`), and where it is.
+struct Item {
+    expr: Expr,
+    syntax: Option<ast::Expr>,
+    span: sqlparser::tokenizer::Span,
+}
+
+/// A bound ORDER BY key before it is placed above or below the projection.
+enum OrderKey {
+    /// Refers to output column `i` of the select list.
+    Output(usize),
+    /// An expression over the select block's input (or aggregate output).
+    Input(Expr),
+}
+
+impl Binder<'_> {
+    pub(crate) fn query(&self, q: &ast::Query) -> Result<PlanBuilder, SqlError> {
+        if q.with.is_some() {
+            return Err(SqlError::unsupported("WITH (common table expressions)").at(q.span()));
+        }
+        let order = match &q.order_by {
+            None => Vec::new(),
+            Some(ob) => match &ob.kind {
+                ast::OrderByKind::Expressions(list) => list.clone(),
+                ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL").at(ob.span())),
+            },
+        };
+        let mut b = match q.body.as_ref() {
+            ast::SetExpr::Select(s) => self.select(s, &order)?,
+            body => {
+                let b = self.set_expr(body)?;
+                if order.is_empty() {
+                    b
+                } else {
+                    let out = b.schema().clone();
+                    let keys = order
+                        .iter()
+                        .map(|o| {
+                            let key = match self.output_key(&o.expr, &out, &[])? {
+                                Some(i) => Expr::Column(out.field(i).column_ref()),
+                                None => self.expr(&o.expr, &out)?,
+                            };
+                            Ok(sort_expr(key, o))
+                        })
+                        .collect::<Result<Vec<_>, SqlError>>()?;
+                    b.sort(keys)?
+                }
+            }
+        };
+        let (limit, offset) = self.limit(q)?;
+        if limit.is_some() || offset > 0 {
+            b = b.limit(offset, limit);
+        }
+        Ok(b)
+    }
+
+    fn limit(&self, q: &ast::Query) -> Result<(Option<usize>, usize), SqlError> {
+        let count = |e: &ast::Expr| -> Result<usize, SqlError> {
+            match e {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n.to_string().parse().ok(),
+                    _ => None,
+                },
+                _ => None,
+            }
+            .ok_or_else(|| SqlError::invalid(format!("LIMIT and OFFSET take a non-negative integer, got {e}")).at(e.span()))
+        };
+        let (mut limit, mut offset) = (None, 0);
+        match &q.limit_clause {
+            None => {}
+            Some(ast::LimitClause::LimitOffset { limit: l, offset: o, limit_by }) => {
+                if !limit_by.is_empty() {
+                    return Err(SqlError::unsupported("LIMIT BY"));
+                }
+                if let Some(l) = l {
+                    if !matches!(l, ast::Expr::Value(v) if v.value == ast::Value::Null) {
+                        limit = Some(count(l)?);
+                    }
+                }
+                if let Some(o) = o {
+                    offset = count(&o.value)?;
+                }
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { offset: o, limit: l }) => {
+                offset = count(o)?;
+                limit = Some(count(l)?);
+            }
+        }
+        if let Some(f) = &q.fetch {
+            if f.percent || f.with_ties {
+                return Err(SqlError::unsupported("FETCH ... PERCENT / WITH TIES"));
+            }
+            limit = Some(match &f.quantity {
+                Some(e) => count(e)?,
+                None => 1,
+            });
+        }
+        Ok((limit, offset))
+    }
+
+    fn set_expr(&self, body: &ast::SetExpr) -> Result<PlanBuilder, SqlError> {
+        match body {
+            ast::SetExpr::Select(s) => self.select(s, &[]),
+            ast::SetExpr::Query(q) => self.query(q),
+            ast::SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } => {
+                let (l, r) = (self.set_expr(left)?, self.set_expr(right)?);
+                let u = l.union(r).map_err(|e| SqlError::from(e).at(body.span()))?;
+                Ok(match set_quantifier {
+                    ast::SetQuantifier::All => u,
+                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None => u.distinct(),
+                    other => return Err(SqlError::unsupported(format!("UNION {other}")).at(body.span())),
+                })
+            }
+            ast::SetExpr::Values(v) => {
+                let empty = PlanSchema::default();
+                let rows = v
+                    .rows
+                    .iter()
+                    .map(|r| r.content.iter().map(|e| self.expr(e, &empty)).collect::<Result<Vec<_>, _>>())
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(PlanBuilder::values(rows).map_err(|e| SqlError::from(e).at(body.span()))?)
+            }
+            other => Err(SqlError::unsupported(format!("{}", other.to_string().split_whitespace().next().unwrap_or("this query"))).at(other.span())),
+        }
+    }
+
+    /// Output column `i` named by an ORDER BY / GROUP BY key: an ordinal or an output name.
+    fn output_key(&self, e: &ast::Expr, out: &PlanSchema, items: &[Item]) -> Result<Option<usize>, SqlError> {
+        match e {
+            ast::Expr::Value(v) => {
+                if let ast::Value::Number(n, _) = &v.value {
+                    let k: usize = n.to_string().parse().unwrap_or(0);
+                    if k == 0 || k > out.len() {
+                        return Err(SqlError::invalid(format!("position {n} is not in the select list (1 to {})", out.len())).at(e.span()));
+                    }
+                    return Ok(Some(k - 1));
+                }
+                Ok(None)
+            }
+            ast::Expr::Identifier(i) => {
+                let hits: Vec<usize> = (0..out.len()).filter(|&k| out.field(k).name.eq_ignore_ascii_case(&i.value)).collect();
+                Ok(match hits.as_slice() {
+                    [k] => Some(*k),
+                    _ => None,
+                })
+            }
+            other => Ok(items.iter().position(|it| it.syntax.as_ref() == Some(other))),
+        }
+    }
+
+    pub(crate) fn select(&self, s: &ast::Select, order: &[ast::OrderByExpr]) -> Result<PlanBuilder, SqlError> {
+        if s.top.is_some() || s.into.is_some() || !s.lateral_views.is_empty() || s.qualify.is_some() || !s.named_window.is_empty() {
+            return Err(SqlError::unsupported("TOP, INTO, LATERAL VIEW, QUALIFY or WINDOW").at(s.span()));
+        }
+        let distinct = match &s.distinct {
+            None | Some(ast::Distinct::All) => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(ast::Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON").at(s.span())),
+        };
+        let mut b = self.from(&s.from)?;
+        if let Some(w) = &s.selection {
+            let pred = self.expr(w, b.schema())?;
+            if pred.contains_aggregate() {
+                return Err(SqlError::invalid("aggregates are not allowed in WHERE; use HAVING").at(w.span()));
+            }
+            b = b.filter(pred).map_err(|e| SqlError::from(e).at(w.span()))?;
+        }
+        let input = b.schema().clone();
+
+        // The select list, bound against the FROM scope: (expression, its syntax).
+        let mut items: Vec<Item> = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) => {
+                    items.push(Item { expr: self.expr(e, &input)?, syntax: Some(e.clone()), span: e.span() })
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => items.push(Item {
+                    expr: self.expr(expr, &input)?.alias(alias.value.clone()),
+                    syntax: Some(expr.clone()),
+                    span: expr.span(),
+                }),
+                ast::SelectItem::Wildcard(opts) => {
+                    reject_wildcard_options(opts, item)?;
+                    for f in input.fields() {
+                        items.push(Item { expr: Expr::Column(f.column_ref()), syntax: None, span: item.span() });
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, opts) => {
+                    reject_wildcard_options(opts, item)?;
+                    let rel = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => n.to_string(),
+                        ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+                    };
+                    let fields: Vec<_> =
+                        input.fields().iter().filter(|f| f.relation.as_deref().is_some_and(|r| r.eq_ignore_ascii_case(&rel))).collect();
+                    if fields.is_empty() {
+                        return Err(SqlError::invalid(format!("no table named {rel} in FROM")).at(item.span()));
+                    }
+                    for f in fields {
+                        items.push(Item { expr: Expr::Column(f.column_ref()), syntax: None, span: item.span() });
+                    }
+                }
+                other => return Err(SqlError::unsupported(format!("the select item {other}")).at(other.span())),
+            }
+        }
+
+        // GROUP BY keys: an ordinal or alias of the select list, or an input expression.
+        let mut group = Vec::new();
+        match &s.group_by {
+            ast::GroupByExpr::Expressions(exprs, modifiers) => {
+                if !modifiers.is_empty() {
+                    return Err(SqlError::unsupported("GROUP BY modifiers (ROLLUP, CUBE, ...)").at(s.span()));
+                }
+                for g in exprs {
+                    let by_output = match g {
+                        ast::Expr::Identifier(i) if input.has(&ColumnRef::new(i.value.clone())) => None,
+                        _ => {
+                            let names = PlanSchema::new(
+                                items.iter().map(|it| morsel_planner::PlanField::new(None, it.expr.output_name(), morsel_storage::DataType::Null, true)).collect(),
+                            );
+                            self.output_key(g, &names, &[])?
+                        }
+                    };
+                    let e = match by_output {
+                        Some(k) => items[k].expr.clone().unalias(),
+                        None => self.expr(g, &input)?,
+                    };
+                    if e.contains_aggregate() {
+                        return Err(SqlError::invalid("GROUP BY cannot contain aggregates").at(g.span()));
+                    }
+                    group.push(coerce(e, &input).map_err(|err| SqlError::from(err).at(g.span()))?);
+                }
+            }
+            ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL").at(s.span())),
+        }
+        let having = s.having.as_ref().map(|h| Ok::<_, SqlError>((self.expr(h, &input)?, h))).transpose()?;
+
+        // ORDER BY keys that name output columns; the rest are bound against the input.
+        let out_names = PlanSchema::new(
+            items.iter().map(|it| morsel_planner::PlanField::new(None, it.expr.output_name(), morsel_storage::DataType::Null, true)).collect(),
+        );
+        let mut order_keys = Vec::with_capacity(order.len());
+        for o in order {
+            order_keys.push(match self.output_key(&o.expr, &out_names, &items)? {
+                Some(k) => OrderKey::Output(k),
+                None => OrderKey::Input(self.expr(&o.expr, &input)?),
+            });
+        }
+
+        let aggregating = !group.is_empty()
+            || items.iter().any(|it| it.expr.contains_aggregate())
+            || having.as_ref().is_some_and(|(h, _)| h.contains_aggregate())
+            || order_keys.iter().any(|k| matches!(k, OrderKey::Input(e) if e.contains_aggregate()));
+        let mut having_expr = having.as_ref().map(|(h, _)| h.clone());
+        if aggregating {
+            let coerce_at = |e: Expr, span: sqlparser::tokenizer::Span| coerce(e, &input).map_err(|err| SqlError::from(err).at(span));
+            for it in items.iter_mut() {
+                it.expr = coerce_at(it.expr.clone(), it.span)?;
+            }
+            if let (Some(h), Some((_, ast))) = (having_expr.as_mut(), having.as_ref()) {
+                *h = coerce_at(h.clone(), ast.span())?;
+            }
+            for (k, o) in order_keys.iter_mut().zip(order) {
+                if let OrderKey::Input(e) = k {
+                    *e = coerce_at(e.clone(), o.expr.span())?;
+                }
+            }
+            let mut aggs: Vec<Expr> = Vec::new();
+            let mut collect = |e: &Expr| {
+                e.visit(&mut |x| {
+                    if x.is_aggregate() && !aggs.contains(x) {
+                        aggs.push(x.clone());
+                    }
+                })
+            };
+            items.iter().for_each(|it| collect(&it.expr));
+            having_expr.iter().for_each(&mut collect);
+            order_keys.iter().for_each(|k| {
+                if let OrderKey::Input(e) = k {
+                    collect(e)
+                }
+            });
+            b = b.aggregate(group.clone(), aggs.clone()).map_err(|e| SqlError::from(e).at(s.span()))?;
+            let agg_schema = b.schema().clone();
+            let rewrite = |e: Expr| -> Expr {
+                e.replace(&mut |x: &Expr| {
+                    if let Some(i) = group.iter().position(|g| g == x) {
+                        return Some(Expr::Column(agg_schema.field(i).column_ref()));
+                    }
+                    aggs.iter().position(|a| a == x).map(|j| Expr::Column(agg_schema.field(group.len() + j).column_ref()))
+                })
+            };
+            let check = |e: &Expr, span: sqlparser::tokenizer::Span| -> Result<(), SqlError> {
+                for c in e.columns() {
+                    if !agg_schema.has(&c) {
+                        return Err(SqlError::invalid(format!(
+                            "column {c} must appear in the GROUP BY clause or be used in an aggregate function"
+                        ))
+                        .at(span));
+                    }
+                }
+                Ok(())
+            };
+            for it in items.iter_mut() {
+                it.expr = rewrite(it.expr.clone());
+                check(&it.expr, it.span)?;
+            }
+            if let Some(h) = having_expr.take() {
+                let h = rewrite(h);
+                let span = having.as_ref().map(|(_, a)| a.span()).unwrap_or(s.span());
+                check(&h, span)?;
+                b = b.filter(h).map_err(|e| SqlError::from(e).at(span))?;
+            }
+            for (k, o) in order_keys.iter_mut().zip(order) {
+                if let OrderKey::Input(e) = k {
+                    *e = rewrite(e.clone());
+                    check(e, o.expr.span())?;
+                }
+            }
+        } else if let Some((_, ast)) = &having {
+            return Err(SqlError::invalid("HAVING needs GROUP BY or an aggregate").at(ast.span()));
+        }
+
+        // Project, with hidden columns for ORDER BY keys not in the select list.
+        let mut exprs: Vec<Expr> = items.iter().map(|it| it.expr.clone()).collect();
+        let visible = exprs.len();
+        let mut sort_targets = Vec::with_capacity(order_keys.len());
+        for (n, k) in order_keys.into_iter().enumerate() {
+            sort_targets.push(match k {
+                OrderKey::Output(i) => i,
+                OrderKey::Input(e) => match exprs[..visible].iter().position(|x| x.clone().unalias() == e) {
+                    Some(i) => i,
+                    None => {
+                        if distinct {
+                            return Err(SqlError::invalid("with SELECT DISTINCT, ORDER BY expressions must appear in the select list")
+                                .at(order[n].expr.span()));
+                        }
+                        exprs.push(e.alias(format!("__order_{n}")));
+                        exprs.len() - 1
+                    }
+                },
+            });
+        }
+        b = b.project(exprs).map_err(|e| SqlError::from(e).at(s.span()))?;
+        if distinct {
+            b = b.distinct();
+        }
+        if !sort_targets.is_empty() {
+            let out = b.schema().clone();
+            let keys = sort_targets.iter().zip(order).map(|(&i, o)| sort_expr(Expr::Column(out.field(i).column_ref()), o)).collect();
+            b = b.sort(keys).map_err(|e| SqlError::from(e).at(s.span()))?;
+            if b.schema().len() > visible {
+                let out = b.schema().clone();
+                let cols = (0..visible).map(|i| Expr::Column(out.field(i).column_ref())).collect();
+                b = b.project(cols)?;
+            }
+        }
+        Ok(b)
+    }
+}
+
+fn sort_expr(e: Expr, o: &ast::OrderByExpr) -> SortExpr {
+    let asc = !matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+    // DuckDB's default: NULLS LAST in both directions.
+    let nulls_first = o.options.nulls_first.unwrap_or(false);
+    e.sort(asc, nulls_first)
+}
+
+fn reject_wildcard_options(opts: &ast::WildcardAdditionalOptions, item: &ast::SelectItem) -> Result<(), SqlError> {
+    if opts.opt_exclude.is_some() || opts.opt_except.is_some() || opts.opt_replace.is_some() || opts.opt_rename.is_some() {
+        return Err(SqlError::unsupported("* EXCLUDE / EXCEPT / REPLACE / RENAME").at(item.span()));
+    }
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! What the binder needs from its host: named tables and access to files.
+
+use morsel_planner::TableSource;
+use morsel_storage::csv::CsvOptions;
+
+use crate::error::SqlError;
+
+pub trait Catalog {
+    /// A registered table or view by name (case-insensitive), if any.
+    fn table(&self, name: &str) -> Option<TableSource>;
+    /// Names of all registered tables, for "did you mean" suggestions.
+    fn table_names(&self) -> Vec<String>;
+    /// Opens a CSV file named in a query. The one place that decides which files a query may
+    /// read, so a host can restrict it.
+    fn csv_file(&self, path: &str, options: CsvOptions) -> Result<TableSource, SqlError>;
+}

@@ -1,0 +1,149 @@
+//! [`LazyFrame`]: a query built in code, in the spirit of Polars. Each step is checked as it
+//! is added (unknown columns, type mismatches); the first error is kept and returned by the
+//! terminal call (`collect`, `explain`, `schema`), so a chain reads without `?` at each step.
+
+use std::fmt;
+
+use morsel_planner::{Expr, JoinKind, LogicalPlan, Optimizer, PlanBuilder, PlanError, SortExpr};
+use morsel_storage::{Batch, ScalarValue, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::format::render_table;
+use crate::session::Session;
+
+#[derive(Clone)]
+pub struct LazyFrame {
+    session: Session,
+    /// The plan so far, or the first error met while building it.
+    builder: std::result::Result<PlanBuilder, std::sync::Arc<PlanError>>,
+}
+
+impl LazyFrame {
+    pub(crate) fn new(session: Session, builder: PlanBuilder) -> Self {
+        Self { session, builder: Ok(builder) }
+    }
+
+    fn step(self, f: impl FnOnce(PlanBuilder) -> std::result::Result<PlanBuilder, PlanError>) -> Self {
+        let builder = self.builder.and_then(|b| f(b).map_err(std::sync::Arc::new));
+        Self { session: self.session, builder }
+    }
+
+    /// The plan built so far, or the first error met while building it.
+    pub fn check(&self) -> Result<&PlanBuilder> {
+        self.builder.as_ref().map_err(|e| Error::Invalid(e.to_string()))
+    }
+
+    pub fn filter(self, predicate: Expr) -> Self {
+        self.step(|b| b.filter(predicate))
+    }
+
+    pub fn select(self, exprs: impl IntoIterator<Item = Expr>) -> Self {
+        let exprs: Vec<Expr> = exprs.into_iter().collect();
+        self.step(|b| b.project(exprs))
+    }
+
+    pub fn group_by(self, keys: impl IntoIterator<Item = Expr>) -> GroupBy {
+        GroupBy { frame: self, keys: keys.into_iter().collect() }
+    }
+
+    pub fn sort<K: Into<SortExpr>>(self, keys: impl IntoIterator<Item = K>) -> Self {
+        let keys: Vec<SortExpr> = keys.into_iter().map(Into::into).collect();
+        self.step(|b| b.sort(keys))
+    }
+
+    pub fn limit(self, n: usize) -> Self {
+        self.step(|b| Ok(b.limit(0, Some(n))))
+    }
+
+    pub fn slice(self, offset: usize, len: usize) -> Self {
+        self.step(|b| Ok(b.limit(offset, Some(len))))
+    }
+
+    pub fn distinct(self) -> Self {
+        self.step(|b| Ok(b.distinct()))
+    }
+
+    /// Joins with `right` on pairs of (left, right) key expressions.
+    pub fn join(self, right: LazyFrame, kind: JoinKind, on: impl IntoIterator<Item = (Expr, Expr)>) -> Self {
+        let on: Vec<(Expr, Expr)> = on.into_iter().collect();
+        match right.builder {
+            Ok(r) => self.step(|b| b.join(r, kind, on, None)),
+            Err(e) => Self { session: self.session, builder: Err(e) },
+        }
+    }
+
+    /// The logical plan as built (before optimization).
+    pub fn logical_plan(&self) -> Result<LogicalPlan> {
+        Ok(self.check()?.plan().clone())
+    }
+
+    /// The optimized plan as an indented tree.
+    pub fn explain(&self) -> Result<String> {
+        Ok(Optimizer::default().optimize(self.logical_plan()?, None)?.to_string())
+    }
+
+    pub fn schema(&self) -> Result<SchemaRef> {
+        Ok(std::sync::Arc::new(self.check()?.schema().to_schema()))
+    }
+
+    /// Optimizes and runs the query.
+    pub fn collect(&self) -> Result<QueryResult> {
+        let plan = Optimizer::default().optimize(self.logical_plan()?, None)?;
+        let schema = std::sync::Arc::new(plan.schema().to_schema());
+        let batches = morsel_executor::execute(&plan, &self.session.exec_context())?;
+        Ok(QueryResult::new(schema, batches))
+    }
+}
+
+/// A grouping waiting for its aggregates.
+pub struct GroupBy {
+    frame: LazyFrame,
+    keys: Vec<Expr>,
+}
+
+impl GroupBy {
+    pub fn agg(self, aggs: impl IntoIterator<Item = Expr>) -> LazyFrame {
+        let aggs: Vec<Expr> = aggs.into_iter().collect();
+        let keys = self.keys;
+        self.frame.step(|b| b.aggregate(keys, aggs))
+    }
+}
+
+/// A query's result: its schema and batches, in order.
+#[derive(Clone, Debug)]
+pub struct QueryResult {
+    schema: SchemaRef,
+    batches: Vec<Batch>,
+}
+
+impl QueryResult {
+    pub fn new(schema: SchemaRef, batches: Vec<Batch>) -> Self {
+        Self { schema, batches }
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    pub fn batches(&self) -> &[Batch] {
+        &self.batches
+    }
+
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(Batch::num_rows).sum()
+    }
+
+    /// Every row as scalars (convenient for tests and small results).
+    pub fn rows(&self) -> Vec<Vec<ScalarValue>> {
+        self.batches
+            .iter()
+            .flat_map(|b| (0..b.num_rows()).map(move |r| b.columns().iter().map(|c| c.scalar_at(r)).collect()))
+            .collect()
+    }
+}
+
+impl fmt::Display for QueryResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&render_table(&self.schema, &self.batches))
+    }
+}

@@ -1,0 +1,175 @@
+//! [`Session`]: the catalog of tables, configuration, and the entry points for SQL and lazy
+//! queries. Cloning a session shares its catalog.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use morsel_executor::ExecContext;
+use morsel_planner::{MemTable, Optimizer, PlanBuilder, TableSource};
+use morsel_sql::{Catalog, SqlError, Statement};
+use morsel_storage::csv::{CsvInput, CsvOptions, CsvReader};
+use morsel_storage::{Batch, Column, SchemaRef, Utf8Builder};
+
+use crate::error::{Error, Result};
+use crate::lazy::{LazyFrame, QueryResult};
+
+struct Table {
+    name: String,
+    source: TableSource,
+}
+
+struct State {
+    /// Tables by lower-cased name.
+    tables: RwLock<BTreeMap<String, Table>>,
+    threads: usize,
+}
+
+#[derive(Clone)]
+pub struct Session {
+    state: Arc<State>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Session {
+    /// A session running queries on `MORSEL_THREADS` workers (default: all cores).
+    pub fn new() -> Self {
+        Self::with_threads(morsel_executor::ExecContext::default().threads)
+    }
+
+    /// A session running each query on `threads` workers of the shared pool.
+    pub fn with_threads(threads: usize) -> Self {
+        Self { state: Arc::new(State { tables: RwLock::default(), threads: threads.max(1) }) }
+    }
+
+    pub fn threads(&self) -> usize {
+        self.state.threads
+    }
+
+    pub(crate) fn exec_context(&self) -> ExecContext {
+        ExecContext::new(self.state.threads)
+    }
+
+    /// Opens a CSV file for querying. Every file a query reads is opened here.
+    pub fn open_csv(&self, path: &str, options: CsvOptions) -> Result<TableSource> {
+        let reader = CsvReader::open(CsvInput::file(path), options)?;
+        Ok(TableSource::Csv(Arc::new(reader)))
+    }
+
+    /// Registers a CSV file under `name`.
+    pub fn register_csv(&self, name: &str, path: &str, options: CsvOptions) -> Result<()> {
+        let source = self.open_csv(path, options)?;
+        self.register(name, source);
+        Ok(())
+    }
+
+    /// Registers in-memory batches under `name`.
+    pub fn register_batches(&self, name: &str, schema: SchemaRef, batches: Vec<Batch>) -> Result<()> {
+        for b in &batches {
+            let types: Vec<_> = b.schema().fields.iter().map(|f| f.data_type).collect();
+            let want: Vec<_> = schema.fields.iter().map(|f| f.data_type).collect();
+            if types != want {
+                return Err(Error::Invalid(format!("a batch for table {name} does not match its schema ({schema})")));
+            }
+        }
+        self.register(name, TableSource::Memory(Arc::new(MemTable { schema, batches })));
+        Ok(())
+    }
+
+    fn register(&self, name: &str, source: TableSource) {
+        let mut tables = self.state.tables.write().expect("catalog lock");
+        tables.insert(name.to_ascii_lowercase(), Table { name: name.to_string(), source });
+    }
+
+    /// A lazy query over a CSV file.
+    pub fn read_csv(&self, path: &str, options: CsvOptions) -> Result<LazyFrame> {
+        let source = self.open_csv(path, options)?;
+        let alias = path.rsplit(['/', '\\']).next().unwrap_or(path).split('.').next().unwrap_or(path).to_string();
+        Ok(LazyFrame::new(self.clone(), PlanBuilder::scan(path, alias, source)))
+    }
+
+    /// A lazy query over a registered table.
+    pub fn table(&self, name: &str) -> Result<LazyFrame> {
+        let source = self.lookup(name).ok_or_else(|| Error::Invalid(format!("table {name} not found")))?;
+        Ok(LazyFrame::new(self.clone(), PlanBuilder::scan(name, name, source)))
+    }
+
+    fn lookup(&self, name: &str) -> Option<TableSource> {
+        let tables = self.state.tables.read().expect("catalog lock");
+        tables.get(&name.to_ascii_lowercase()).map(|t| t.source.clone())
+    }
+
+    /// One SQL query as a lazy frame (to refine further, explain, or collect).
+    pub fn sql(&self, query: &str) -> Result<LazyFrame> {
+        let stmts = morsel_sql::parse(query)?;
+        let [stmt] = stmts.as_slice() else {
+            return Err(Error::Invalid(format!("sql() takes one statement, got {}; use execute() for scripts", stmts.len())));
+        };
+        match morsel_sql::plan_statement(stmt, self)? {
+            Statement::Query(plan) => Ok(LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan))),
+            Statement::Explain { .. } => Err(Error::Invalid("sql() takes a query; use execute() for EXPLAIN".into())),
+        }
+    }
+
+    /// Runs `;`-separated statements in order and returns the last one's result.
+    pub fn execute(&self, script: &str) -> Result<QueryResult> {
+        let stmts = morsel_sql::parse(script)?;
+        let mut last = None;
+        for stmt in &stmts {
+            last = Some(match morsel_sql::plan_statement(stmt, self)? {
+                Statement::Query(plan) => LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)).collect()?,
+                Statement::Explain { plan, verbose } => explain_result(&plan, verbose)?,
+            });
+        }
+        last.ok_or_else(|| Error::Invalid("no statement to run".into()))
+    }
+}
+
+/// EXPLAIN output as a one-column result, one row per line.
+fn explain_result(plan: &morsel_planner::LogicalPlan, verbose: bool) -> Result<QueryResult> {
+    let mut text = String::new();
+    if verbose {
+        text.push_str("Initial plan:\n");
+        text.push_str(&plan.to_string());
+    }
+    let mut trace = Vec::new();
+    let optimized = Optimizer::default().optimize(plan.clone(), Some(&mut trace))?;
+    if verbose {
+        for t in &trace {
+            text.push_str(&format!("After {} (pass {}):\n{}", t.rule, t.pass + 1, t.plan));
+        }
+        text.push_str("Optimized plan:\n");
+    }
+    text.push_str(&optimized.to_string());
+    let mut b = Utf8Builder::default();
+    for line in text.lines() {
+        b.push(line);
+    }
+    let schema = Arc::new(morsel_storage::Schema::new(vec![morsel_storage::Field::new("plan", morsel_storage::DataType::Utf8, false)]));
+    let col = Column::Utf8(b.finish());
+    let rows = col.len();
+    Ok(QueryResult::new(schema.clone(), vec![Batch::try_new(schema, vec![col], rows)?]))
+}
+
+impl Catalog for Session {
+    fn table(&self, name: &str) -> Option<TableSource> {
+        self.lookup(name)
+    }
+
+    fn table_names(&self) -> Vec<String> {
+        self.state.tables.read().expect("catalog lock").values().map(|t| t.name.clone()).collect()
+    }
+
+    fn csv_file(&self, path: &str, options: CsvOptions) -> std::result::Result<TableSource, SqlError> {
+        match self.open_csv(path, options) {
+            Ok(s) => Ok(s),
+            Err(Error::Csv(e)) => Err(SqlError::new(morsel_sql::SqlErrorKind::Csv(e))),
+            Err(other) => Err(SqlError::invalid(other.to_string())),
+        }
+    }
+}
+
