@@ -65,6 +65,8 @@ impl ScalarValue {
                     .ok_or_else(fail)?,
             ),
             (S::Float64(v), DataType::Int64) => S::Int64(float_to_int(*v).ok_or_else(fail)?),
+            // Days since the epoch (used for date differences).
+            (S::Date32(d), DataType::Int64) => S::Int64(*d as i64),
             (S::Date32(d), DataType::Timestamp) => {
                 S::Timestamp(*d as i64 * temporal::MICROS_PER_DAY)
             }

@@ -205,6 +205,24 @@ fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> 
         return bin(cast(l, lt, DataType::Utf8)?, cast(r, rt, DataType::Utf8)?);
     }
     if op.is_comparison() {
+        // A DATE compared with a TIMESTAMP literal at midnight compares as dates: the same
+        // answer for every operator, without casting the column row by row.
+        let midnight = |e: &Expr| match e {
+            Expr::Literal(ScalarValue::Timestamp(t)) if t.rem_euclid(temporal::MICROS_PER_DAY) == 0 => {
+                Some(Expr::Literal(ScalarValue::Date32(t.div_euclid(temporal::MICROS_PER_DAY) as i32)))
+            }
+            _ => None,
+        };
+        if lt == DataType::Date32 && rt == DataType::Timestamp {
+            if let Some(d) = midnight(&r) {
+                return bin(l, d);
+            }
+        }
+        if lt == DataType::Timestamp && rt == DataType::Date32 {
+            if let Some(d) = midnight(&l) {
+                return bin(d, r);
+            }
+        }
         let t = common_type(lt, rt).ok_or_else(|| PlanError::cannot_apply(op.symbol(), lt, rt))?;
         return bin(cast(l, lt, t)?, cast(r, rt, t)?);
     }

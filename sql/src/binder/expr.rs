@@ -194,13 +194,14 @@ impl Binder<'_> {
     }
 }
 
+/// `date +/- INTERVAL`: a TIMESTAMP, as in DuckDB and PostgreSQL.
 fn add_interval(date: Expr, iv: Interval, negate: bool) -> Expr {
     let sign = if negate { -1 } else { 1 };
     let (func, n) = match iv {
         Interval::Days(n) => (ScalarFunc::AddDays, n),
         Interval::Months(n) => (ScalarFunc::AddMonths, n),
     };
-    Expr::Function { func, args: vec![date, Expr::Literal(ScalarValue::Int64(sign * n))] }
+    Expr::Function { func, args: vec![date, Expr::Literal(ScalarValue::Int64(sign * n))] }.cast(morsel_storage::DataType::Timestamp)
 }
 
 fn unit_interval(n: i64, unit: &str) -> Result<Interval, SqlError> {
