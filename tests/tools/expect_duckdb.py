@@ -74,6 +74,7 @@ def fill(path):
     open(path, "w").write("\n".join(out))
 
 
-for p in sys.argv[1:]:
-    fill(p)
-    print("filled", p)
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        fill(p)
+        print("filled", p)
