@@ -15,7 +15,11 @@ fn cell(c: &Column, row: usize) -> String {
 /// An aligned text table with a header, numbers right-aligned, and a row count.
 pub fn render_table(schema: &Schema, batches: &[Batch]) -> String {
     let header: Vec<String> = schema.fields.iter().map(|f| f.name.clone()).collect();
-    let types: Vec<String> = schema.fields.iter().map(|f| f.data_type.sql_name().to_lowercase()).collect();
+    let types: Vec<String> = schema
+        .fields
+        .iter()
+        .map(|f| f.data_type.sql_name().to_lowercase())
+        .collect();
     let mut rows: Vec<Vec<String>> = Vec::new();
     for b in batches {
         for r in 0..b.num_rows() {
@@ -23,7 +27,9 @@ pub fn render_table(schema: &Schema, batches: &[Batch]) -> String {
         }
     }
     let n = header.len();
-    let mut width: Vec<usize> = (0..n).map(|i| header[i].chars().count().max(types[i].chars().count())).collect();
+    let mut width: Vec<usize> = (0..n)
+        .map(|i| header[i].chars().count().max(types[i].chars().count()))
+        .collect();
     for row in &rows {
         for (i, v) in row.iter().enumerate() {
             width[i] = width[i].max(v.chars().count());
@@ -39,7 +45,11 @@ pub fn render_table(schema: &Schema, batches: &[Batch]) -> String {
         s.push('\n');
         s
     };
-    let numeric: Vec<bool> = schema.fields.iter().map(|f| f.data_type.is_numeric()).collect();
+    let numeric: Vec<bool> = schema
+        .fields
+        .iter()
+        .map(|f| f.data_type.is_numeric())
+        .collect();
     let fmt_row = |cells: &[String], right: &[bool]| {
         let mut s = String::from("│");
         for (i, v) in cells.iter().enumerate() {
@@ -65,7 +75,11 @@ pub fn render_table(schema: &Schema, batches: &[Batch]) -> String {
         out.push_str(&fmt_row(row, &numeric));
     }
     out.push_str(&line('└', '┴', '┘'));
-    out.push_str(&format!("{} row{}\n", rows.len(), if rows.len() == 1 { "" } else { "s" }));
+    out.push_str(&format!(
+        "{} row{}\n",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" }
+    ));
     out
 }
 

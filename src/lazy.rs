@@ -20,17 +20,28 @@ pub struct LazyFrame {
 
 impl LazyFrame {
     pub(crate) fn new(session: Session, builder: PlanBuilder) -> Self {
-        Self { session, builder: Ok(builder) }
+        Self {
+            session,
+            builder: Ok(builder),
+        }
     }
 
-    fn step(self, f: impl FnOnce(PlanBuilder) -> std::result::Result<PlanBuilder, PlanError>) -> Self {
+    fn step(
+        self,
+        f: impl FnOnce(PlanBuilder) -> std::result::Result<PlanBuilder, PlanError>,
+    ) -> Self {
         let builder = self.builder.and_then(|b| f(b).map_err(std::sync::Arc::new));
-        Self { session: self.session, builder }
+        Self {
+            session: self.session,
+            builder,
+        }
     }
 
     /// The plan built so far, or the first error met while building it.
     pub fn check(&self) -> Result<&PlanBuilder> {
-        self.builder.as_ref().map_err(|e| Error::Invalid(e.to_string()))
+        self.builder
+            .as_ref()
+            .map_err(|e| Error::Invalid(e.to_string()))
     }
 
     pub fn filter(self, predicate: Expr) -> Self {
@@ -43,7 +54,10 @@ impl LazyFrame {
     }
 
     pub fn group_by(self, keys: impl IntoIterator<Item = Expr>) -> GroupBy {
-        GroupBy { frame: self, keys: keys.into_iter().collect() }
+        GroupBy {
+            frame: self,
+            keys: keys.into_iter().collect(),
+        }
     }
 
     pub fn sort<K: Into<SortExpr>>(self, keys: impl IntoIterator<Item = K>) -> Self {
@@ -64,11 +78,19 @@ impl LazyFrame {
     }
 
     /// Joins with `right` on pairs of (left, right) key expressions.
-    pub fn join(self, right: LazyFrame, kind: JoinKind, on: impl IntoIterator<Item = (Expr, Expr)>) -> Self {
+    pub fn join(
+        self,
+        right: LazyFrame,
+        kind: JoinKind,
+        on: impl IntoIterator<Item = (Expr, Expr)>,
+    ) -> Self {
         let on: Vec<(Expr, Expr)> = on.into_iter().collect();
         match right.builder {
             Ok(r) => self.step(|b| b.join(r, kind, on, None)),
-            Err(e) => Self { session: self.session, builder: Err(e) },
+            Err(e) => Self {
+                session: self.session,
+                builder: Err(e),
+            },
         }
     }
 
@@ -79,7 +101,9 @@ impl LazyFrame {
 
     /// The optimized plan as an indented tree.
     pub fn explain(&self) -> Result<String> {
-        Ok(Optimizer::default().optimize(self.logical_plan()?, None)?.to_string())
+        Ok(Optimizer::default()
+            .optimize(self.logical_plan()?, None)?
+            .to_string())
     }
 
     pub fn schema(&self) -> Result<SchemaRef> {
@@ -137,7 +161,9 @@ impl QueryResult {
     pub fn rows(&self) -> Vec<Vec<ScalarValue>> {
         self.batches
             .iter()
-            .flat_map(|b| (0..b.num_rows()).map(move |r| b.columns().iter().map(|c| c.scalar_at(r)).collect()))
+            .flat_map(|b| {
+                (0..b.num_rows()).map(move |r| b.columns().iter().map(|c| c.scalar_at(r)).collect())
+            })
             .collect()
     }
 }

@@ -30,6 +30,8 @@ pub use lazy::{GroupBy, LazyFrame, QueryResult};
 pub use session::Session;
 
 pub use morsel_executor::ExecContext;
-pub use morsel_planner::{col, lit, lit_date, AggFunc, BinaryOp, Expr, JoinKind, LogicalPlan, ScalarFunc, SortExpr};
+pub use morsel_planner::{
+    col, lit, lit_date, AggFunc, BinaryOp, Expr, JoinKind, LogicalPlan, ScalarFunc, SortExpr,
+};
 pub use morsel_storage::csv::{CsvOptions, InferenceReport};
 pub use morsel_storage::{Batch, Column, DataType, Field, ScalarValue, Schema, SchemaRef};

@@ -35,7 +35,12 @@ struct Args {
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
-    let mut args = Args { query: None, file: None, format: Format::Table, threads: None };
+    let mut args = Args {
+        query: None,
+        file: None,
+        format: Format::Table,
+        threads: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
@@ -54,15 +59,26 @@ fn parse_args() -> Result<Option<Args>, String> {
                     "table" => Format::Table,
                     "csv" => Format::Csv,
                     "json" => Format::Json,
-                    other => return Err(format!("unknown format {other:?}; use table, csv or json")),
+                    other => {
+                        return Err(format!("unknown format {other:?}; use table, csv or json"))
+                    }
                 }
             }
             "-t" | "--threads" => {
                 let v = value("--threads")?;
-                args.threads = Some(v.parse().ok().filter(|n| *n > 0).ok_or_else(|| format!("--threads needs a positive number, got {v:?}"))?);
+                args.threads = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--threads needs a positive number, got {v:?}"))?,
+                );
             }
-            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}; see --help")),
-            _ if args.query.is_some() => return Err("give one query (quote it), or use --file".into()),
+            s if s.starts_with('-') && s.len() > 1 => {
+                return Err(format!("unknown option {s}; see --help"))
+            }
+            _ if args.query.is_some() => {
+                return Err("give one query (quote it), or use --file".into())
+            }
             _ => args.query = Some(a),
         }
     }
@@ -70,7 +86,9 @@ fn parse_args() -> Result<Option<Args>, String> {
 }
 
 fn run() -> Result<(), String> {
-    let Some(args) = parse_args()? else { return Ok(()) };
+    let Some(args) = parse_args()? else {
+        return Ok(());
+    };
     let sql = match (&args.query, &args.file) {
         (Some(_), Some(_)) => return Err("give a query or --file, not both".into()),
         (Some(q), None) => q.clone(),
@@ -80,7 +98,9 @@ fn run() -> Result<(), String> {
                 eprintln!("reading SQL from standard input (end with Ctrl-D); see --help");
             }
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map_err(|e| format!("reading standard input: {e}"))?;
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("reading standard input: {e}"))?;
             s
         }
     };
@@ -92,8 +112,15 @@ fn run() -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     let written = match args.format {
         Format::Table => out.write_all(result.to_string().as_bytes()),
-        Format::Json => out.write_all(morsel::render_json(result.schema(), result.batches()).as_bytes()),
-        Format::Csv => write_csv(&mut out, result.schema(), result.batches(), &CsvWriteOptions::default()),
+        Format::Json => {
+            out.write_all(morsel::render_json(result.schema(), result.batches()).as_bytes())
+        }
+        Format::Csv => write_csv(
+            &mut out,
+            result.schema(),
+            result.batches(),
+            &CsvWriteOptions::default(),
+        ),
     };
     match written.and_then(|_| out.flush()) {
         Ok(()) => Ok(()),

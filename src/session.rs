@@ -43,7 +43,12 @@ impl Session {
 
     /// A session running each query on `threads` workers of the shared pool.
     pub fn with_threads(threads: usize) -> Self {
-        Self { state: Arc::new(State { tables: RwLock::default(), threads: threads.max(1) }) }
+        Self {
+            state: Arc::new(State {
+                tables: RwLock::default(),
+                threads: threads.max(1),
+            }),
+        }
     }
 
     pub fn threads(&self) -> usize {
@@ -68,50 +73,90 @@ impl Session {
     }
 
     /// Registers in-memory batches under `name`.
-    pub fn register_batches(&self, name: &str, schema: SchemaRef, batches: Vec<Batch>) -> Result<()> {
+    pub fn register_batches(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        batches: Vec<Batch>,
+    ) -> Result<()> {
         for b in &batches {
             let types: Vec<_> = b.schema().fields.iter().map(|f| f.data_type).collect();
             let want: Vec<_> = schema.fields.iter().map(|f| f.data_type).collect();
             if types != want {
-                return Err(Error::Invalid(format!("a batch for table {name} does not match its schema ({schema})")));
+                return Err(Error::Invalid(format!(
+                    "a batch for table {name} does not match its schema ({schema})"
+                )));
             }
         }
-        self.register(name, TableSource::Memory(Arc::new(MemTable { schema, batches })));
+        self.register(
+            name,
+            TableSource::Memory(Arc::new(MemTable { schema, batches })),
+        );
         Ok(())
     }
 
     fn register(&self, name: &str, source: TableSource) {
         let mut tables = self.state.tables.write().expect("catalog lock");
-        tables.insert(name.to_ascii_lowercase(), Table { name: name.to_string(), source });
+        tables.insert(
+            name.to_ascii_lowercase(),
+            Table {
+                name: name.to_string(),
+                source,
+            },
+        );
     }
 
     /// A lazy query over a CSV file.
     pub fn read_csv(&self, path: &str, options: CsvOptions) -> Result<LazyFrame> {
         let source = self.open_csv(path, options)?;
-        let alias = path.rsplit(['/', '\\']).next().unwrap_or(path).split('.').next().unwrap_or(path).to_string();
-        Ok(LazyFrame::new(self.clone(), PlanBuilder::scan(path, alias, source)))
+        let alias = path
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(path)
+            .split('.')
+            .next()
+            .unwrap_or(path)
+            .to_string();
+        Ok(LazyFrame::new(
+            self.clone(),
+            PlanBuilder::scan(path, alias, source),
+        ))
     }
 
     /// A lazy query over a registered table.
     pub fn table(&self, name: &str) -> Result<LazyFrame> {
-        let source = self.lookup(name).ok_or_else(|| Error::Invalid(format!("table {name} not found")))?;
-        Ok(LazyFrame::new(self.clone(), PlanBuilder::scan(name, name, source)))
+        let source = self
+            .lookup(name)
+            .ok_or_else(|| Error::Invalid(format!("table {name} not found")))?;
+        Ok(LazyFrame::new(
+            self.clone(),
+            PlanBuilder::scan(name, name, source),
+        ))
     }
 
     fn lookup(&self, name: &str) -> Option<TableSource> {
         let tables = self.state.tables.read().expect("catalog lock");
-        tables.get(&name.to_ascii_lowercase()).map(|t| t.source.clone())
+        tables
+            .get(&name.to_ascii_lowercase())
+            .map(|t| t.source.clone())
     }
 
     /// One SQL query as a lazy frame (to refine further, explain, or collect).
     pub fn sql(&self, query: &str) -> Result<LazyFrame> {
         let stmts = morsel_sql::parse(query)?;
         let [stmt] = stmts.as_slice() else {
-            return Err(Error::Invalid(format!("sql() takes one statement, got {}; use execute() for scripts", stmts.len())));
+            return Err(Error::Invalid(format!(
+                "sql() takes one statement, got {}; use execute() for scripts",
+                stmts.len()
+            )));
         };
         match morsel_sql::plan_statement(stmt, self)? {
-            Statement::Query(plan) => Ok(LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan))),
-            Statement::Explain { .. } => Err(Error::Invalid("sql() takes a query; use execute() for EXPLAIN".into())),
+            Statement::Query(plan) => {
+                Ok(LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)))
+            }
+            Statement::Explain { .. } => Err(Error::Invalid(
+                "sql() takes a query; use execute() for EXPLAIN".into(),
+            )),
         }
     }
 
@@ -121,7 +166,9 @@ impl Session {
         let mut last = None;
         for stmt in &stmts {
             last = Some(match morsel_sql::plan_statement(stmt, self)? {
-                Statement::Query(plan) => LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)).collect()?,
+                Statement::Query(plan) => {
+                    LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)).collect()?
+                }
                 Statement::Explain { plan, verbose } => explain_result(&plan, verbose)?,
             });
         }
@@ -140,7 +187,12 @@ fn explain_result(plan: &morsel_planner::LogicalPlan, verbose: bool) -> Result<Q
     let optimized = Optimizer::default().optimize(plan.clone(), Some(&mut trace))?;
     if verbose {
         for t in &trace {
-            text.push_str(&format!("After {} (pass {}):\n{}", t.rule, t.pass + 1, t.plan));
+            text.push_str(&format!(
+                "After {} (pass {}):\n{}",
+                t.rule,
+                t.pass + 1,
+                t.plan
+            ));
         }
         text.push_str("Optimized plan:\n");
     }
@@ -149,10 +201,15 @@ fn explain_result(plan: &morsel_planner::LogicalPlan, verbose: bool) -> Result<Q
     for line in text.lines() {
         b.push(line);
     }
-    let schema = Arc::new(morsel_storage::Schema::new(vec![morsel_storage::Field::new("plan", morsel_storage::DataType::Utf8, false)]));
+    let schema = Arc::new(morsel_storage::Schema::new(vec![
+        morsel_storage::Field::new("plan", morsel_storage::DataType::Utf8, false),
+    ]));
     let col = Column::Utf8(b.finish());
     let rows = col.len();
-    Ok(QueryResult::new(schema.clone(), vec![Batch::try_new(schema, vec![col], rows)?]))
+    Ok(QueryResult::new(
+        schema.clone(),
+        vec![Batch::try_new(schema, vec![col], rows)?],
+    ))
 }
 
 impl Catalog for Session {
@@ -161,10 +218,20 @@ impl Catalog for Session {
     }
 
     fn table_names(&self) -> Vec<String> {
-        self.state.tables.read().expect("catalog lock").values().map(|t| t.name.clone()).collect()
+        self.state
+            .tables
+            .read()
+            .expect("catalog lock")
+            .values()
+            .map(|t| t.name.clone())
+            .collect()
     }
 
-    fn csv_file(&self, path: &str, options: CsvOptions) -> std::result::Result<TableSource, SqlError> {
+    fn csv_file(
+        &self,
+        path: &str,
+        options: CsvOptions,
+    ) -> std::result::Result<TableSource, SqlError> {
         match self.open_csv(path, options) {
             Ok(s) => Ok(s),
             Err(Error::Csv(e)) => Err(SqlError::new(morsel_sql::SqlErrorKind::Csv(e))),
@@ -172,4 +239,3 @@ impl Catalog for Session {
         }
     }
 }
-

@@ -31,10 +31,20 @@ fn cell(v: &ScalarValue) -> String {
     match v {
         ScalarValue::Null => "NULL".into(),
         ScalarValue::Float64(x) if x.is_nan() => "NaN".into(),
-        ScalarValue::Float64(x) if x.is_infinite() => if *x > 0.0 { "inf".into() } else { "-inf".into() },
+        ScalarValue::Float64(x) if x.is_infinite() => {
+            if *x > 0.0 {
+                "inf".into()
+            } else {
+                "-inf".into()
+            }
+        }
         ScalarValue::Float64(x) => {
             let s = format!("{x:.2}");
-            if s == "-0.00" { "0.00".into() } else { s }
+            if s == "-0.00" {
+                "0.00".into()
+            } else {
+                s
+            }
         }
         ScalarValue::Utf8(s) if s.is_empty() => "(empty)".into(),
         other => other.to_string(),
@@ -46,7 +56,10 @@ impl sqllogictest::DB for MorselDb {
     type ColumnType = DefaultColumnType;
 
     fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
-        let result = self.session.execute(sql).map_err(|e| DbError(e.to_string()))?;
+        let result = self
+            .session
+            .execute(sql)
+            .map_err(|e| DbError(e.to_string()))?;
         let types = result
             .schema()
             .fields
@@ -57,7 +70,11 @@ impl sqllogictest::DB for MorselDb {
                 _ => DefaultColumnType::Text,
             })
             .collect();
-        let rows = result.rows().iter().map(|r| r.iter().map(cell).collect()).collect();
+        let rows = result
+            .rows()
+            .iter()
+            .map(|r| r.iter().map(cell).collect())
+            .collect();
         Ok(DBOutput::Rows { types, rows })
     }
 
@@ -87,8 +104,15 @@ fn slt_files(root: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let roots: Vec<PathBuf> = if args.is_empty() { vec![PathBuf::from("tests/slt")] } else { args.iter().map(PathBuf::from).collect() };
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let roots: Vec<PathBuf> = if args.is_empty() {
+        vec![PathBuf::from("tests/slt")]
+    } else {
+        args.iter().map(PathBuf::from).collect()
+    };
     let mut files = Vec::new();
     for r in &roots {
         slt_files(r, &mut files);
@@ -109,7 +133,11 @@ fn main() -> ExitCode {
             }
         };
         for &n in &threads {
-            let mut runner = Runner::new(move || async move { Ok::<_, DbError>(MorselDb { session: Session::with_threads(n) }) });
+            let mut runner = Runner::new(move || async move {
+                Ok::<_, DbError>(MorselDb {
+                    session: Session::with_threads(n),
+                })
+            });
             for record in records.clone() {
                 let counted = matches!(record, Record::Statement { .. } | Record::Query { .. });
                 match runner.run(record) {

@@ -11,7 +11,9 @@ use std::sync::OnceLock;
 use morsel::{col, lit, lit_date, CsvOptions, Expr, QueryResult, ScalarValue, Session};
 
 const SCALE: f64 = 0.01;
-const TABLES: [&str; 8] = ["nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem"];
+const TABLES: [&str; 8] = [
+    "nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem",
+];
 
 /// Writes the eight tables as CSV (with header) into `dir`.
 fn generate(dir: &Path) -> std::io::Result<()> {
@@ -57,7 +59,8 @@ fn session(threads: usize) -> Session {
     let s = Session::with_threads(threads);
     for t in TABLES {
         let path = data_dir().join(format!("{t}.csv"));
-        s.register_csv(t, path.to_str().expect("utf-8 path"), CsvOptions::default()).expect("register table");
+        s.register_csv(t, path.to_str().expect("utf-8 path"), CsvOptions::default())
+            .expect("register table");
     }
     s
 }
@@ -79,18 +82,28 @@ fn cell(v: &ScalarValue) -> String {
 /// Checks `r` against the answer file: floats within a relative 1e-12 (DuckDB sums doubles
 /// in another order, so the last bits may differ), every other cell exactly.
 fn assert_answer(r: &QueryResult, q: u32) {
-    let text = std::fs::read_to_string(format!("tests/tpch/answers/q{q:02}.txt")).expect("answer file");
+    let text =
+        std::fs::read_to_string(format!("tests/tpch/answers/q{q:02}.txt")).expect("answer file");
     let want: Vec<Vec<&str>> = text.lines().map(|l| l.split('|').collect()).collect();
-    let got: Vec<Vec<String>> = r.rows().iter().map(|row| row.iter().map(cell).collect()).collect();
+    let got: Vec<Vec<String>> = r
+        .rows()
+        .iter()
+        .map(|row| row.iter().map(cell).collect())
+        .collect();
     assert_eq!(got.len(), want.len(), "Q{q}: row count");
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g.len(), w.len(), "Q{q} row {i}: column count");
         for (j, (a, b)) in g.iter().zip(w).enumerate() {
             let close = match (a.parse::<f64>(), b.parse::<f64>()) {
-                (Ok(x), Ok(y)) if b.contains('.') || b.contains('e') => (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0),
+                (Ok(x), Ok(y)) if b.contains('.') || b.contains('e') => {
+                    (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0)
+                }
                 _ => a == b,
             };
-            assert!(close, "Q{q} row {i} column {j}: got {a}, expected {b}\nrow: {g:?}");
+            assert!(
+                close,
+                "Q{q} row {i} column {j}: got {a}, expected {b}\nrow: {g:?}"
+            );
         }
     }
 }
@@ -111,10 +124,18 @@ fn exact(r: &QueryResult) -> Vec<Vec<String>> {
 }
 
 fn check_sql(q: u32) {
-    let one = session(1).execute(&query_text(q)).expect("query runs at 1 thread");
+    let one = session(1)
+        .execute(&query_text(q))
+        .expect("query runs at 1 thread");
     assert_answer(&one, q);
-    let four = session(4).execute(&query_text(q)).expect("query runs at 4 threads");
-    assert_eq!(exact(&one), exact(&four), "TPC-H Q{q}: 1 and 4 threads differ");
+    let four = session(4)
+        .execute(&query_text(q))
+        .expect("query runs at 4 threads");
+    assert_eq!(
+        exact(&one),
+        exact(&four),
+        "TPC-H Q{q}: 1 and 4 threads differ"
+    );
 }
 
 #[test]
@@ -158,7 +179,9 @@ fn q01_lazy() {
                 col("l_quantity").sum().alias("sum_qty"),
                 col("l_extendedprice").sum().alias("sum_base_price"),
                 disc_price.clone().sum().alias("sum_disc_price"),
-                (disc_price * (lit(1) + col("l_tax"))).sum().alias("sum_charge"),
+                (disc_price * (lit(1) + col("l_tax")))
+                    .sum()
+                    .alias("sum_charge"),
                 col("l_quantity").avg().alias("avg_qty"),
                 col("l_extendedprice").avg().alias("avg_price"),
                 col("l_discount").avg().alias("avg_disc"),
@@ -185,7 +208,9 @@ fn q06_lazy() {
                     .and(col("l_discount").between(lit(0.05), lit(0.07)))
                     .and(col("l_quantity").lt(lit(24))),
             )
-            .select([(col("l_extendedprice") * col("l_discount")).sum().alias("revenue")])
+            .select([(col("l_extendedprice") * col("l_discount"))
+                .sum()
+                .alias("revenue")])
             .collect()
     };
     // An aggregate in select() is an error (use group_by/agg); the message says so.
@@ -202,7 +227,9 @@ fn q06_lazy() {
                     .and(col("l_quantity").lt(lit(24))),
             )
             .group_by([])
-            .agg([(col("l_extendedprice") * col("l_discount")).sum().alias("revenue")])
+            .agg([(col("l_extendedprice") * col("l_discount"))
+                .sum()
+                .alias("revenue")])
             .collect()
             .expect("Q6 runs")
     };
@@ -214,20 +241,43 @@ fn q06_lazy() {
 #[test]
 fn lazy_errors_name_the_column_and_the_choices() {
     let s = session(1);
-    let err = lineitem(&s).filter(col("l_shipdat").lt(lit_date("1998-01-01"))).collect().expect_err("unknown column");
+    let err = lineitem(&s)
+        .filter(col("l_shipdat").lt(lit_date("1998-01-01")))
+        .collect()
+        .expect_err("unknown column");
     let msg = err.to_string();
-    assert!(msg.contains("column l_shipdat not found (did you mean lineitem.l_shipdate?)"), "{msg}");
-    assert!(msg.contains("available columns: lineitem.l_orderkey"), "{msg}");
-    let err = lineitem(&s).select([col("l_shipdate") + col("l_comment")]).collect().expect_err("type mismatch");
-    assert!(err.to_string().contains("cannot apply + to DATE and VARCHAR"), "{err}");
+    assert!(
+        msg.contains("column l_shipdat not found (did you mean lineitem.l_shipdate?)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("available columns: lineitem.l_orderkey"),
+        "{msg}"
+    );
+    let err = lineitem(&s)
+        .select([col("l_shipdate") + col("l_comment")])
+        .collect()
+        .expect_err("type mismatch");
+    assert!(
+        err.to_string()
+            .contains("cannot apply + to DATE and VARCHAR"),
+        "{err}"
+    );
 }
 
 #[test]
 fn explain_shows_pushed_filters_and_projections() {
     let s = session(1);
-    let plan = s.execute(&format!("EXPLAIN {}", query_text(6))).expect("explain runs");
+    let plan = s
+        .execute(&format!("EXPLAIN {}", query_text(6)))
+        .expect("explain runs");
     let text: Vec<String> = plan.rows().iter().map(|r| r[0].to_string()).collect();
     let text = text.join("\n");
-    assert!(text.starts_with("Projection: sum(lineitem.l_extendedprice * lineitem.l_discount) AS revenue") || text.contains("Aggregate"), "{text}");
+    assert!(
+        text.starts_with(
+            "Projection: sum(lineitem.l_extendedprice * lineitem.l_discount) AS revenue"
+        ) || text.contains("Aggregate"),
+        "{text}"
+    );
     assert!(text.contains("Scan: lineitem (csv) projection=[l_quantity, l_extendedprice, l_discount, l_shipdate] filters=["), "{text}");
 }

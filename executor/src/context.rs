@@ -59,7 +59,11 @@ impl Default for ExecContext {
 
 impl ExecContext {
     pub fn new(threads: usize) -> Self {
-        Self { threads: threads.max(1), cancel: Arc::new(AtomicBool::new(false)), metrics: Arc::default() }
+        Self {
+            threads: threads.max(1),
+            cancel: Arc::new(AtomicBool::new(false)),
+            metrics: Arc::default(),
+        }
     }
 
     pub fn is_cancelled(&self) -> bool {

@@ -47,7 +47,11 @@ fn storage_schema(s: &PlanSchema) -> SchemaRef {
 }
 
 fn materialized(name: &str, batches: Vec<Batch>, schema: &PlanSchema) -> Pipe {
-    Pipe { source: Box::new(MemorySource::new(name, Arc::new(batches))), ops: Vec::new(), schema: schema.clone() }
+    Pipe {
+        source: Box::new(MemorySource::new(name, Arc::new(batches))),
+        ops: Vec::new(),
+        schema: schema.clone(),
+    }
 }
 
 /// Re-labels batches with `schema` (same column types, new names).
@@ -66,7 +70,9 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
         LogicalPlan::Scan(scan) => {
             let schema = storage_schema(&scan.schema);
             let source: Box<dyn Source> = match &scan.source {
-                TableSource::Csv(reader) => Box::new(CsvSource::new(reader, scan.projection.as_deref())?),
+                TableSource::Csv(reader) => {
+                    Box::new(CsvSource::new(reader, scan.projection.as_deref())?)
+                }
                 TableSource::Memory(table) => {
                     let batches = match &scan.projection {
                         None => relabel(table.batches.clone(), &schema)?,
@@ -74,29 +80,51 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                             .batches
                             .iter()
                             .map(|b| {
-                                let cols: Vec<Column> = p.iter().map(|&i| b.column(i).clone()).collect();
+                                let cols: Vec<Column> =
+                                    p.iter().map(|&i| b.column(i).clone()).collect();
                                 Ok(Batch::try_new(schema.clone(), cols, b.num_rows())?)
                             })
                             .collect::<ExecResult<Vec<_>>>()?,
                     };
-                    Box::new(MemorySource::new(format!("memory {}", scan.table), Arc::new(batches)))
+                    Box::new(MemorySource::new(
+                        format!("memory {}", scan.table),
+                        Arc::new(batches),
+                    ))
                 }
             };
             let mut ops: Vec<Box<dyn Operator>> = Vec::new();
             if let Some(pred) = Expr::conjunction(scan.filters.clone()) {
-                ops.push(Box::new(FilterOp { predicate: compile(&pred, &scan.schema)? }));
+                ops.push(Box::new(FilterOp {
+                    predicate: compile(&pred, &scan.schema)?,
+                }));
             }
-            Pipe { source, ops, schema: scan.schema.clone() }
+            Pipe {
+                source,
+                ops,
+                schema: scan.schema.clone(),
+            }
         }
         LogicalPlan::Filter { input, predicate } => {
             let mut pipe = build(input, ctx)?;
-            pipe.ops.push(Box::new(FilterOp { predicate: compile(predicate, input.schema())? }));
+            pipe.ops.push(Box::new(FilterOp {
+                predicate: compile(predicate, input.schema())?,
+            }));
             pipe
         }
-        LogicalPlan::Projection { input, exprs, schema } => {
+        LogicalPlan::Projection {
+            input,
+            exprs,
+            schema,
+        } => {
             let mut pipe = build(input, ctx)?;
-            let exprs = exprs.iter().map(|e| compile(e, input.schema())).collect::<ExecResult<_>>()?;
-            pipe.ops.push(Box::new(ProjectOp { exprs, schema: storage_schema(schema) }));
+            let exprs = exprs
+                .iter()
+                .map(|e| compile(e, input.schema()))
+                .collect::<ExecResult<_>>()?;
+            pipe.ops.push(Box::new(ProjectOp {
+                exprs,
+                schema: storage_schema(schema),
+            }));
             pipe.schema = schema.clone();
             pipe
         }
@@ -105,12 +133,26 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             pipe.schema = schema.clone();
             pipe
         }
-        LogicalPlan::Aggregate { input, group, aggs, schema } => {
+        LogicalPlan::Aggregate {
+            input,
+            group,
+            aggs,
+            schema,
+        } => {
             let in_schema = input.schema();
             let sink = AggregateSink {
-                group: group.iter().map(|e| compile(e, in_schema)).collect::<ExecResult<_>>()?,
-                key_types: group.iter().map(|e| e.data_type(in_schema)).collect::<Result<_, _>>()?,
-                aggs: aggs.iter().map(|a| agg_spec(a, in_schema)).collect::<ExecResult<_>>()?,
+                group: group
+                    .iter()
+                    .map(|e| compile(e, in_schema))
+                    .collect::<ExecResult<_>>()?,
+                key_types: group
+                    .iter()
+                    .map(|e| e.data_type(in_schema))
+                    .collect::<Result<_, _>>()?,
+                aggs: aggs
+                    .iter()
+                    .map(|a| agg_spec(a, in_schema))
+                    .collect::<ExecResult<_>>()?,
                 schema: storage_schema(schema),
             };
             let out = build(input, ctx)?.run(ctx, &sink)?;
@@ -132,7 +174,13 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             let sink = SortSink {
                 keys: keys
                     .iter()
-                    .map(|k| Ok(SortKey { expr: compile(&k.expr, in_schema)?, asc: k.asc, nulls_first: k.nulls_first }))
+                    .map(|k| {
+                        Ok(SortKey {
+                            expr: compile(&k.expr, in_schema)?,
+                            asc: k.asc,
+                            nulls_first: k.nulls_first,
+                        })
+                    })
                     .collect::<ExecResult<_>>()?,
                 schema: storage_schema(in_schema),
             };
@@ -140,33 +188,62 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             materialized("sort", out, in_schema)
         }
         LogicalPlan::Limit { input, skip, fetch } => {
-            let out = build(input, ctx)?.run(ctx, &LimitSink { skip: *skip, fetch: *fetch })?;
+            let out = build(input, ctx)?.run(
+                ctx,
+                &LimitSink {
+                    skip: *skip,
+                    fetch: *fetch,
+                },
+            )?;
             materialized("limit", out, input.schema())
         }
         LogicalPlan::Union { inputs, schema } => {
             let target = storage_schema(schema);
             let mut all = Vec::new();
             for input in inputs {
-                all.extend(relabel(build(input, ctx)?.run(ctx, &CollectSink)?, &target)?);
+                all.extend(relabel(
+                    build(input, ctx)?.run(ctx, &CollectSink)?,
+                    &target,
+                )?);
             }
             materialized("union", all, schema)
         }
         LogicalPlan::Values { rows, schema } => {
             let target = storage_schema(schema);
-            let one_row = Batch::try_new(Arc::new(morsel_storage::Schema::default()), Vec::new(), 1)?;
+            let one_row =
+                Batch::try_new(Arc::new(morsel_storage::Schema::default()), Vec::new(), 1)?;
             let empty = PlanSchema::default();
             let mut batches = Vec::with_capacity(rows.len());
             for row in rows {
-                let cols = row.iter().map(|e| compile(e, &empty)?.evaluate(&one_row)).collect::<ExecResult<Vec<_>>>()?;
+                let cols = row
+                    .iter()
+                    .map(|e| compile(e, &empty)?.evaluate(&one_row))
+                    .collect::<ExecResult<Vec<_>>>()?;
                 batches.push(Batch::try_new(target.clone(), cols, 1)?);
             }
             materialized("values", batches, schema)
         }
-        LogicalPlan::Join { left, right, kind, on, filter, schema } => {
-            let build_keys: Vec<PhysExpr> = on.iter().map(|(_, r)| compile(r, right.schema())).collect::<ExecResult<_>>()?;
-            let probe_keys: Vec<PhysExpr> = on.iter().map(|(l, _)| compile(l, left.schema())).collect::<ExecResult<_>>()?;
+        LogicalPlan::Join {
+            left,
+            right,
+            kind,
+            on,
+            filter,
+            schema,
+        } => {
+            let build_keys: Vec<PhysExpr> = on
+                .iter()
+                .map(|(_, r)| compile(r, right.schema()))
+                .collect::<ExecResult<_>>()?;
+            let probe_keys: Vec<PhysExpr> = on
+                .iter()
+                .map(|(l, _)| compile(l, left.schema()))
+                .collect::<ExecResult<_>>()?;
             let build_side = build(right, ctx)?.run(ctx, &CollectSink)?;
-            let build_batch = Batch::concat(storage_schema(right.schema()), &relabel(build_side, &storage_schema(right.schema()))?)?;
+            let build_batch = Batch::concat(
+                storage_schema(right.schema()),
+                &relabel(build_side, &storage_schema(right.schema()))?,
+            )?;
             let table = Arc::new(JoinTable::new(build_batch, &build_keys)?);
             let mut pipe = build(left, ctx)?;
             pipe.ops.push(Box::new(HashProbeOp {
@@ -184,7 +261,9 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
 
 fn agg_spec(e: &Expr, schema: &PlanSchema) -> ExecResult<AggSpec> {
     match e.clone().unalias() {
-        Expr::Aggregate { distinct: true, .. } => Err(ExecError::Unsupported(format!("DISTINCT aggregates ({e})"))),
+        Expr::Aggregate { distinct: true, .. } => {
+            Err(ExecError::Unsupported(format!("DISTINCT aggregates ({e})")))
+        }
         Expr::Aggregate { func, args, .. } => {
             let arg = args.first();
             Ok(AggSpec {

@@ -26,7 +26,11 @@ pub struct Morsel {
 #[derive(Debug)]
 pub enum MorselData {
     /// Rows `offset..offset + len` of the source's batch `batch`.
-    Rows { batch: usize, offset: usize, len: usize },
+    Rows {
+        batch: usize,
+        offset: usize,
+        len: usize,
+    },
     /// A block of CSV records.
     Csv(Block),
 }
@@ -121,12 +125,19 @@ pub fn run_pipeline<S: Sink>(
         });
     }
 
-    let counts: Vec<u64> = per_worker.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-    ctx.metrics.pipelines.lock().expect("metrics").push(PipelineStats {
-        source: source.name(),
-        morsels: counts.iter().sum(),
-        morsels_per_worker: counts,
-    });
+    let counts: Vec<u64> = per_worker
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .collect();
+    ctx.metrics
+        .pipelines
+        .lock()
+        .expect("metrics")
+        .push(PipelineStats {
+            source: source.name(),
+            morsels: counts.iter().sum(),
+            morsels_per_worker: counts,
+        });
     if let Some((_, e)) = first_error.into_inner().expect("error slot") {
         return Err(e);
     }

@@ -34,7 +34,12 @@ impl MemorySource {
                 off += len;
             }
         }
-        Self { name: name.into(), batches, morsels, cursor: AtomicUsize::new(0) }
+        Self {
+            name: name.into(),
+            batches,
+            morsels,
+            cursor: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -53,7 +58,9 @@ impl Source for MemorySource {
 
     fn read(&self, morsel: Morsel, _ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
         match morsel.data {
-            MorselData::Rows { batch, offset, len } => Ok(vec![self.batches[batch].slice(offset, len)]),
+            MorselData::Rows { batch, offset, len } => {
+                Ok(vec![self.batches[batch].slice(offset, len)])
+            }
             MorselData::Csv(_) => unreachable!("a memory source hands out row morsels only"),
         }
     }
@@ -84,7 +91,10 @@ impl Source for CsvSource {
 
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
         let mut splitter = self.splitter.lock().expect("splitter");
-        Ok(splitter.next_block()?.map(|b| Morsel { seq: b.seq, data: MorselData::Csv(b) }))
+        Ok(splitter.next_block()?.map(|b| Morsel {
+            seq: b.seq,
+            data: MorselData::Csv(b),
+        }))
     }
 
     fn read(&self, morsel: Morsel, ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
@@ -92,7 +102,11 @@ impl Source for CsvSource {
             MorselData::Csv(block) => {
                 let decoded = self.decoder.decode(&block)?;
                 if !decoded.skipped.is_empty() {
-                    ctx.metrics.skipped_rows.lock().expect("metrics").extend(decoded.skipped);
+                    ctx.metrics
+                        .skipped_rows
+                        .lock()
+                        .expect("metrics")
+                        .extend(decoded.skipped);
                 }
                 Ok(vec![decoded.batch])
             }

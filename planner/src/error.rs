@@ -7,7 +7,11 @@ pub type PlanResult<T> = Result<T, PlanError>;
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error("column {name} not found{}; available columns: {}", suggest(.candidates), .available.join(", "))]
-    ColumnNotFound { name: String, candidates: Vec<String>, available: Vec<String> },
+    ColumnNotFound {
+        name: String,
+        candidates: Vec<String>,
+        available: Vec<String>,
+    },
     #[error("column reference {name} is ambiguous; it could be {}", .options.join(" or "))]
     AmbiguousColumn { name: String, options: Vec<String> },
     #[error("type mismatch: {0}")]
@@ -32,6 +36,10 @@ impl PlanError {
     }
 
     pub fn cannot_apply(op: &str, l: DataType, r: DataType) -> Self {
-        PlanError::TypeMismatch(format!("cannot apply {op} to {} and {}", l.sql_name(), r.sql_name()))
+        PlanError::TypeMismatch(format!(
+            "cannot apply {op} to {} and {}",
+            l.sql_name(),
+            r.sql_name()
+        ))
     }
 }

@@ -17,8 +17,18 @@ pub struct PlanField {
 }
 
 impl PlanField {
-    pub fn new(relation: Option<String>, name: impl Into<String>, data_type: DataType, nullable: bool) -> Self {
-        Self { relation, name: name.into(), data_type, nullable }
+    pub fn new(
+        relation: Option<String>,
+        name: impl Into<String>,
+        data_type: DataType,
+        nullable: bool,
+    ) -> Self {
+        Self {
+            relation,
+            name: name.into(),
+            data_type,
+            nullable,
+        }
     }
 
     pub fn qualified_name(&self) -> String {
@@ -30,11 +40,18 @@ impl PlanField {
 
     /// A reference that resolves to exactly this field.
     pub fn column_ref(&self) -> ColumnRef {
-        ColumnRef { relation: self.relation.clone(), name: self.name.clone() }
+        ColumnRef {
+            relation: self.relation.clone(),
+            name: self.name.clone(),
+        }
     }
 
     fn matches(&self, c: &ColumnRef, exact: bool) -> bool {
-        let name_ok = if exact { self.name == c.name } else { self.name.eq_ignore_ascii_case(&c.name) };
+        let name_ok = if exact {
+            self.name == c.name
+        } else {
+            self.name.eq_ignore_ascii_case(&c.name)
+        };
         name_ok
             && match (&c.relation, &self.relation) {
                 (None, _) => true,
@@ -59,7 +76,14 @@ impl PlanSchema {
         let fields = schema
             .fields
             .iter()
-            .map(|f| PlanField::new(relation.map(str::to_string), f.name.clone(), f.data_type, f.nullable))
+            .map(|f| {
+                PlanField::new(
+                    relation.map(str::to_string),
+                    f.name.clone(),
+                    f.data_type,
+                    f.nullable,
+                )
+            })
             .collect();
         Self { fields }
     }
@@ -85,7 +109,10 @@ impl PlanSchema {
         let fields = self
             .fields
             .iter()
-            .map(|f| PlanField { relation: Some(relation.to_string()), ..f.clone() })
+            .map(|f| PlanField {
+                relation: Some(relation.to_string()),
+                ..f.clone()
+            })
             .collect();
         Self { fields }
     }
@@ -93,26 +120,39 @@ impl PlanSchema {
     /// Concatenates two schemas (a join's output).
     pub fn join(&self, right: &PlanSchema, right_nullable: bool) -> Self {
         let mut fields = self.fields.clone();
-        fields.extend(right.fields.iter().map(|f| PlanField { nullable: f.nullable || right_nullable, ..f.clone() }));
+        fields.extend(right.fields.iter().map(|f| PlanField {
+            nullable: f.nullable || right_nullable,
+            ..f.clone()
+        }));
         Self { fields }
     }
 
     /// The storage schema (names without relations).
     pub fn to_schema(&self) -> Schema {
-        Schema::new(self.fields.iter().map(|f| Field::new(f.name.clone(), f.data_type, f.nullable)).collect())
+        Schema::new(
+            self.fields
+                .iter()
+                .map(|f| Field::new(f.name.clone(), f.data_type, f.nullable))
+                .collect(),
+        )
     }
 
     /// Position of the field `c` names. Exact-case matches win over case-insensitive ones.
     pub fn index_of(&self, c: &ColumnRef) -> PlanResult<usize> {
         for exact in [true, false] {
-            let hits: Vec<usize> = (0..self.fields.len()).filter(|&i| self.fields[i].matches(c, exact)).collect();
+            let hits: Vec<usize> = (0..self.fields.len())
+                .filter(|&i| self.fields[i].matches(c, exact))
+                .collect();
             match hits.len() {
                 0 => continue,
                 1 => return Ok(hits[0]),
                 _ => {
                     return Err(PlanError::AmbiguousColumn {
                         name: c.to_string(),
-                        options: hits.iter().map(|&i| self.fields[i].qualified_name()).collect(),
+                        options: hits
+                            .iter()
+                            .map(|&i| self.fields[i].qualified_name())
+                            .collect(),
                     })
                 }
             }
@@ -135,7 +175,12 @@ impl PlanSchema {
         let mut scored: Vec<(usize, String)> = self
             .fields
             .iter()
-            .map(|f| (edit_distance(&want, &f.name.to_ascii_lowercase()), f.qualified_name()))
+            .map(|f| {
+                (
+                    edit_distance(&want, &f.name.to_ascii_lowercase()),
+                    f.qualified_name(),
+                )
+            })
             .filter(|(d, _)| *d <= 1.max(want.len() / 3))
             .collect();
         scored.sort();
@@ -146,8 +191,11 @@ impl PlanSchema {
 
 impl fmt::Display for PlanSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> =
-            self.fields.iter().map(|x| format!("{}: {}", x.qualified_name(), x.data_type)).collect();
+        let parts: Vec<String> = self
+            .fields
+            .iter()
+            .map(|x| format!("{}: {}", x.qualified_name(), x.data_type))
+            .collect();
         write!(f, "[{}]", parts.join(", "))
     }
 }
@@ -180,8 +228,14 @@ mod tests {
         ]);
         assert_eq!(s.index_of(&ColumnRef::qualified("b", "id")).unwrap(), 1);
         assert_eq!(s.index_of(&ColumnRef::new("PRICE")).unwrap(), 2);
-        assert!(matches!(s.index_of(&ColumnRef::new("id")), Err(PlanError::AmbiguousColumn { .. })));
-        let e = s.index_of(&ColumnRef::new("prise")).unwrap_err().to_string();
+        assert!(matches!(
+            s.index_of(&ColumnRef::new("id")),
+            Err(PlanError::AmbiguousColumn { .. })
+        ));
+        let e = s
+            .index_of(&ColumnRef::new("prise"))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "column prise not found (did you mean b.price?); available columns: a.id, b.id, b.price");
     }
 }

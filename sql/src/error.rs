@@ -11,8 +11,14 @@ use sqlparser::tokenizer::Span;
 pub enum SqlErrorKind {
     Parse(String),
     Plan(PlanError),
-    TableNotFound { name: String, candidates: Vec<String> },
-    UnknownFunction { name: String, candidates: Vec<String> },
+    TableNotFound {
+        name: String,
+        candidates: Vec<String>,
+    },
+    UnknownFunction {
+        name: String,
+        candidates: Vec<String>,
+    },
     Unsupported(String),
     Invalid(String),
     Csv(Box<CsvError>),
@@ -27,7 +33,10 @@ pub struct SqlError {
 
 impl SqlError {
     pub fn new(kind: SqlErrorKind) -> Self {
-        Self { kind, location: None }
+        Self {
+            kind,
+            location: None,
+        }
     }
 
     pub fn unsupported(what: impl Into<String>) -> Self {
@@ -62,7 +71,10 @@ impl SqlError {
             }
             None => (msg.clone(), end_of(sql)),
         };
-        Self { kind: SqlErrorKind::Parse(text), location }
+        Self {
+            kind: SqlErrorKind::Parse(text),
+            location,
+        }
     }
 
     /// The message, then the offending line of `sql` with a caret under the position.
@@ -119,7 +131,9 @@ impl std::error::Error for SqlError {}
 impl From<PlanError> for SqlError {
     fn from(e: PlanError) -> Self {
         match e {
-            PlanError::Storage(morsel_storage::StorageError::Csv(c)) => SqlError::new(SqlErrorKind::Csv(c)),
+            PlanError::Storage(morsel_storage::StorageError::Csv(c)) => {
+                SqlError::new(SqlErrorKind::Csv(c))
+            }
             e => SqlError::new(SqlErrorKind::Plan(e)),
         }
     }

@@ -154,7 +154,7 @@ impl Bitmap {
 }
 
 fn clear_tail(words: &mut [u64], len: usize) {
-    if len % 64 != 0 {
+    if !len.is_multiple_of(64) {
         if let Some(last) = words.last_mut() {
             *last &= (1u64 << (len % 64)) - 1;
         }
@@ -203,7 +203,7 @@ impl BitmapBuilder {
 
     #[inline]
     pub fn push(&mut self, v: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         if v {
@@ -216,7 +216,7 @@ impl BitmapBuilder {
     pub fn push_n(&mut self, v: bool, n: usize) {
         // Fill the partial word bit by bit, then whole words at once.
         let mut left = n;
-        while left > 0 && self.len % 64 != 0 {
+        while left > 0 && !self.len.is_multiple_of(64) {
             self.push(v);
             left -= 1;
         }

@@ -11,16 +11,45 @@ use crate::kernels::{arith, boolean, cast, compare, math, select, string, tempor
 #[derive(Clone, Debug)]
 pub enum PhysExpr {
     Column(usize),
-    Literal { value: ScalarValue, ty: DataType },
-    Binary { left: Box<PhysExpr>, op: BinaryOp, right: Box<PhysExpr> },
+    Literal {
+        value: ScalarValue,
+        ty: DataType,
+    },
+    Binary {
+        left: Box<PhysExpr>,
+        op: BinaryOp,
+        right: Box<PhysExpr>,
+    },
     Not(Box<PhysExpr>),
     Negative(Box<PhysExpr>),
-    IsNull { expr: Box<PhysExpr>, negated: bool },
-    Cast { expr: Box<PhysExpr>, to: DataType },
-    Case { branches: Vec<(PhysExpr, PhysExpr)>, otherwise: Option<Box<PhysExpr>>, ty: DataType },
-    InList { expr: Box<PhysExpr>, list: Vec<PhysExpr>, negated: bool },
-    Like { expr: Box<PhysExpr>, matcher: LikeMatcher, negated: bool },
-    Function { func: ScalarFunc, args: Vec<PhysExpr>, ty: DataType },
+    IsNull {
+        expr: Box<PhysExpr>,
+        negated: bool,
+    },
+    Cast {
+        expr: Box<PhysExpr>,
+        to: DataType,
+    },
+    Case {
+        branches: Vec<(PhysExpr, PhysExpr)>,
+        otherwise: Option<Box<PhysExpr>>,
+        ty: DataType,
+    },
+    InList {
+        expr: Box<PhysExpr>,
+        list: Vec<PhysExpr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<PhysExpr>,
+        matcher: LikeMatcher,
+        negated: bool,
+    },
+    Function {
+        func: ScalarFunc,
+        args: Vec<PhysExpr>,
+        ty: DataType,
+    },
 }
 
 /// Compiles a (coerced) logical expression against the schema of its input.
@@ -28,42 +57,98 @@ pub fn compile(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
     let c = |x: &Expr| compile(x, schema).map(Box::new);
     Ok(match e {
         Expr::Column(r) => PhysExpr::Column(schema.index_of(r)?),
-        Expr::Literal(v) => PhysExpr::Literal { value: v.clone(), ty: v.data_type() },
+        Expr::Literal(v) => PhysExpr::Literal {
+            value: v.clone(),
+            ty: v.data_type(),
+        },
         Expr::Alias { expr, .. } => compile(expr, schema)?,
-        Expr::Binary { left, op, right } => PhysExpr::Binary { left: c(left)?, op: *op, right: c(right)? },
+        Expr::Binary { left, op, right } => PhysExpr::Binary {
+            left: c(left)?,
+            op: *op,
+            right: c(right)?,
+        },
         Expr::Not(x) => PhysExpr::Not(c(x)?),
         Expr::Negative(x) => PhysExpr::Negative(c(x)?),
-        Expr::IsNull(x) => PhysExpr::IsNull { expr: c(x)?, negated: false },
-        Expr::IsNotNull(x) => PhysExpr::IsNull { expr: c(x)?, negated: true },
-        Expr::Cast { expr, to } => match expr.as_ref() {
-            Expr::Literal(v) => PhysExpr::Literal { value: v.cast_to(*to)?, ty: *to },
-            _ => PhysExpr::Cast { expr: c(expr)?, to: *to },
+        Expr::IsNull(x) => PhysExpr::IsNull {
+            expr: c(x)?,
+            negated: false,
         },
-        Expr::Case { operand: None, branches, otherwise } => PhysExpr::Case {
-            branches: branches.iter().map(|(w, t)| Ok((compile(w, schema)?, compile(t, schema)?))).collect::<ExecResult<_>>()?,
-            otherwise: otherwise.as_deref().map(|o| compile(o, schema).map(Box::new)).transpose()?,
+        Expr::IsNotNull(x) => PhysExpr::IsNull {
+            expr: c(x)?,
+            negated: true,
+        },
+        Expr::Cast { expr, to } => match expr.as_ref() {
+            Expr::Literal(v) => PhysExpr::Literal {
+                value: v.cast_to(*to)?,
+                ty: *to,
+            },
+            _ => PhysExpr::Cast {
+                expr: c(expr)?,
+                to: *to,
+            },
+        },
+        Expr::Case {
+            operand: None,
+            branches,
+            otherwise,
+        } => PhysExpr::Case {
+            branches: branches
+                .iter()
+                .map(|(w, t)| Ok((compile(w, schema)?, compile(t, schema)?)))
+                .collect::<ExecResult<_>>()?,
+            otherwise: otherwise
+                .as_deref()
+                .map(|o| compile(o, schema).map(Box::new))
+                .transpose()?,
             ty: e.data_type(schema)?,
         },
-        Expr::InList { expr, list, negated } => PhysExpr::InList {
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => PhysExpr::InList {
             expr: c(expr)?,
-            list: list.iter().map(|x| compile(x, schema)).collect::<ExecResult<_>>()?,
+            list: list
+                .iter()
+                .map(|x| compile(x, schema))
+                .collect::<ExecResult<_>>()?,
             negated: *negated,
         },
-        Expr::Like { expr, pattern, negated, case_insensitive } => match pattern.as_ref() {
-            Expr::Literal(ScalarValue::Utf8(p)) => {
-                PhysExpr::Like { expr: c(expr)?, matcher: LikeMatcher::new(p, *case_insensitive), negated: *negated }
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => match pattern.as_ref() {
+            Expr::Literal(ScalarValue::Utf8(p)) => PhysExpr::Like {
+                expr: c(expr)?,
+                matcher: LikeMatcher::new(p, *case_insensitive),
+                negated: *negated,
+            },
+            other => {
+                return Err(ExecError::Unsupported(format!(
+                    "LIKE with a non-constant pattern ({other})"
+                )))
             }
-            other => return Err(ExecError::Unsupported(format!("LIKE with a non-constant pattern ({other})"))),
         },
         Expr::Function { func, args } => PhysExpr::Function {
             func: *func,
-            args: args.iter().map(|x| compile(x, schema)).collect::<ExecResult<_>>()?,
+            args: args
+                .iter()
+                .map(|x| compile(x, schema))
+                .collect::<ExecResult<_>>()?,
             ty: e.data_type(schema)?,
         },
         Expr::Case { .. } | Expr::Between { .. } => {
-            return Err(ExecError::Internal(format!("{e} should have been lowered by the planner")))
+            return Err(ExecError::Internal(format!(
+                "{e} should have been lowered by the planner"
+            )))
         }
-        Expr::Aggregate { .. } => return Err(ExecError::Internal(format!("aggregate {e} in a scalar context"))),
+        Expr::Aggregate { .. } => {
+            return Err(ExecError::Internal(format!(
+                "aggregate {e} in a scalar context"
+            )))
+        }
     })
 }
 
@@ -77,18 +162,32 @@ impl PhysExpr {
             PhysExpr::Binary { left, op, right } => {
                 let (l, r) = (left.evaluate(batch)?, right.evaluate(batch)?);
                 match op {
-                    BinaryOp::And => Column::Boolean(boolean::and(boolean::as_boolean(&l)?, boolean::as_boolean(&r)?)),
-                    BinaryOp::Or => Column::Boolean(boolean::or(boolean::as_boolean(&l)?, boolean::as_boolean(&r)?)),
+                    BinaryOp::And => Column::Boolean(boolean::and(
+                        boolean::as_boolean(&l)?,
+                        boolean::as_boolean(&r)?,
+                    )),
+                    BinaryOp::Or => Column::Boolean(boolean::or(
+                        boolean::as_boolean(&l)?,
+                        boolean::as_boolean(&r)?,
+                    )),
                     BinaryOp::Concat => string::concat(string::as_utf8(&l)?, string::as_utf8(&r)?),
                     op if op.is_comparison() => Column::Boolean(compare::compare(*op, &l, &r)?),
                     op => arith::arith(*op, &l, &r)?,
                 }
             }
-            PhysExpr::Not(x) => Column::Boolean(boolean::not(boolean::as_boolean(&x.evaluate(batch)?)?)),
+            PhysExpr::Not(x) => {
+                Column::Boolean(boolean::not(boolean::as_boolean(&x.evaluate(batch)?)?))
+            }
             PhysExpr::Negative(x) => arith::negate(&x.evaluate(batch)?)?,
-            PhysExpr::IsNull { expr, negated } => Column::Boolean(boolean::is_null(&expr.evaluate(batch)?, *negated)),
+            PhysExpr::IsNull { expr, negated } => {
+                Column::Boolean(boolean::is_null(&expr.evaluate(batch)?, *negated))
+            }
             PhysExpr::Cast { expr, to } => cast::cast(&expr.evaluate(batch)?, *to)?,
-            PhysExpr::Case { branches, otherwise, ty } => {
+            PhysExpr::Case {
+                branches,
+                otherwise,
+                ty,
+            } => {
                 // Row i takes the THEN of the first WHEN that is true, else the ELSE (or NULL).
                 let mut values = Vec::with_capacity(branches.len() + 1);
                 let mut choice = vec![u32::MAX; rows];
@@ -116,7 +215,11 @@ impl PhysExpr {
                 let refs: Vec<&Column> = values.iter().collect();
                 select::interleave(&refs, &choice, *ty)?
             }
-            PhysExpr::InList { expr, list, negated } => {
+            PhysExpr::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let v = expr.evaluate(batch)?;
                 let mut acc: Option<morsel_storage::BooleanColumn> = None;
                 for item in list {
@@ -129,11 +232,16 @@ impl PhysExpr {
                 let acc = acc.ok_or_else(|| ExecError::Internal("empty IN list".into()))?;
                 Column::Boolean(if *negated { boolean::not(&acc) } else { acc })
             }
-            PhysExpr::Like { expr, matcher, negated } => {
-                Column::Boolean(matcher.eval(string::as_utf8(&expr.evaluate(batch)?)?, *negated))
-            }
+            PhysExpr::Like {
+                expr,
+                matcher,
+                negated,
+            } => Column::Boolean(matcher.eval(string::as_utf8(&expr.evaluate(batch)?)?, *negated)),
             PhysExpr::Function { func, args, ty } => {
-                let cols = args.iter().map(|a| a.evaluate(batch)).collect::<ExecResult<Vec<_>>>()?;
+                let cols = args
+                    .iter()
+                    .map(|a| a.evaluate(batch))
+                    .collect::<ExecResult<Vec<_>>>()?;
                 eval_function(*func, &cols, *ty, rows)?
             }
         })
@@ -143,22 +251,40 @@ impl PhysExpr {
 fn int64_arg(c: &Column) -> ExecResult<&morsel_storage::PrimitiveColumn<i64>> {
     match c {
         Column::Int64(x) => Ok(x),
-        other => Err(ExecError::Internal(format!("expected BIGINT argument, got {}", other.data_type()))),
+        other => Err(ExecError::Internal(format!(
+            "expected BIGINT argument, got {}",
+            other.data_type()
+        ))),
     }
 }
 
-fn eval_function(func: ScalarFunc, args: &[Column], ty: DataType, rows: usize) -> ExecResult<Column> {
+fn eval_function(
+    func: ScalarFunc,
+    args: &[Column],
+    ty: DataType,
+    rows: usize,
+) -> ExecResult<Column> {
     use ScalarFunc::*;
     Ok(match func {
-        Abs | Floor | Ceil | Sqrt | Round => math::unary(func, &args[0], args.get(1).map(int64_arg).transpose()?)?,
+        Abs | Floor | Ceil | Sqrt | Round => {
+            math::unary(func, &args[0], args.get(1).map(int64_arg).transpose()?)?
+        }
         Lower => string::lower(string::as_utf8(&args[0])?),
         Upper => string::upper(string::as_utf8(&args[0])?),
         Trim => string::trim(string::as_utf8(&args[0])?),
         Length => string::length(string::as_utf8(&args[0])?),
-        Substring => string::substring(string::as_utf8(&args[0])?, int64_arg(&args[1])?, args.get(2).map(int64_arg).transpose()?)?,
+        Substring => string::substring(
+            string::as_utf8(&args[0])?,
+            int64_arg(&args[1])?,
+            args.get(2).map(int64_arg).transpose()?,
+        )?,
         Coalesce => {
             let choice: Vec<u32> = (0..rows)
-                .map(|i| args.iter().position(|c| c.is_valid(i)).map_or(u32::MAX, |k| k as u32))
+                .map(|i| {
+                    args.iter()
+                        .position(|c| c.is_valid(i))
+                        .map_or(u32::MAX, |k| k as u32)
+                })
                 .collect();
             let refs: Vec<&Column> = args.iter().collect();
             select::interleave(&refs, &choice, ty)?
@@ -166,7 +292,12 @@ fn eval_function(func: ScalarFunc, args: &[Column], ty: DataType, rows: usize) -
         Extract(part) => temporal::extract(part, &args[0])?,
         AddDays | AddMonths => match &args[0] {
             Column::Date32(d) => temporal::add(d, int64_arg(&args[1])?, func == AddMonths)?,
-            other => return Err(ExecError::Internal(format!("date arithmetic on {}", other.data_type()))),
+            other => {
+                return Err(ExecError::Internal(format!(
+                    "date arithmetic on {}",
+                    other.data_type()
+                )))
+            }
         },
     })
 }

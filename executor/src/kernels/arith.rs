@@ -51,7 +51,11 @@ fn is_valid(v: &Option<Bitmap>, i: usize) -> bool {
     v.as_ref().is_none_or(|b| b.get(i))
 }
 
-fn int_arith<T: Int>(op: BinaryOp, a: &PrimitiveColumn<T>, b: &PrimitiveColumn<T>) -> ExecResult<PrimitiveColumn<T>> {
+fn int_arith<T: Int>(
+    op: BinaryOp,
+    a: &PrimitiveColumn<T>,
+    b: &PrimitiveColumn<T>,
+) -> ExecResult<PrimitiveColumn<T>> {
     let validity = and_validity(a.validity(), b.validity());
     let (x, y) = (a.values(), b.values());
     let n = x.len();
@@ -62,9 +66,17 @@ fn int_arith<T: Int>(op: BinaryOp, a: &PrimitiveColumn<T>, b: &PrimitiveColumn<T
         BinaryOp::Multiply => T::mul,
         BinaryOp::IntDivide | BinaryOp::Divide => T::div,
         BinaryOp::Modulo => T::rem,
-        other => return Err(ExecError::Internal(format!("{} is not arithmetic", other.symbol()))),
+        other => {
+            return Err(ExecError::Internal(format!(
+                "{} is not arithmetic",
+                other.symbol()
+            )))
+        }
     };
-    let divides = matches!(op, BinaryOp::IntDivide | BinaryOp::Divide | BinaryOp::Modulo);
+    let divides = matches!(
+        op,
+        BinaryOp::IntDivide | BinaryOp::Divide | BinaryOp::Modulo
+    );
     if divides && (0..n).any(|i| y[i] == T::ZERO && is_valid(&validity, i)) {
         return Err(ExecError::DivisionByZero { op: op.symbol() });
     }
@@ -72,7 +84,12 @@ fn int_arith<T: Int>(op: BinaryOp, a: &PrimitiveColumn<T>, b: &PrimitiveColumn<T
         match f(x[i], y[i]) {
             Some(v) => out.push(v),
             None if !is_valid(&validity, i) => out.push(T::ZERO),
-            None => return Err(ExecError::Overflow { op: op_name(op), ty: T::TYPE }),
+            None => {
+                return Err(ExecError::Overflow {
+                    op: op_name(op),
+                    ty: T::TYPE,
+                })
+            }
         }
     }
     Ok(PrimitiveColumn::new(Buffer::from_vec(out), validity))
@@ -88,7 +105,11 @@ fn op_name(op: BinaryOp) -> &'static str {
     }
 }
 
-fn float_arith(op: BinaryOp, a: &PrimitiveColumn<f64>, b: &PrimitiveColumn<f64>) -> ExecResult<PrimitiveColumn<f64>> {
+fn float_arith(
+    op: BinaryOp,
+    a: &PrimitiveColumn<f64>,
+    b: &PrimitiveColumn<f64>,
+) -> ExecResult<PrimitiveColumn<f64>> {
     let validity = and_validity(a.validity(), b.validity());
     let (x, y) = (a.values(), b.values());
     let f: fn(f64, f64) -> f64 = match op {
@@ -98,7 +119,12 @@ fn float_arith(op: BinaryOp, a: &PrimitiveColumn<f64>, b: &PrimitiveColumn<f64>)
         // DuckDB: `//` on DOUBLE divides like `/`.
         BinaryOp::Divide | BinaryOp::IntDivide => |a, b| a / b,
         BinaryOp::Modulo => |a, b| a % b,
-        other => return Err(ExecError::Internal(format!("{} is not arithmetic", other.symbol()))),
+        other => {
+            return Err(ExecError::Internal(format!(
+                "{} is not arithmetic",
+                other.symbol()
+            )))
+        }
     };
     let out: Vec<f64> = x.iter().zip(y).map(|(a, b)| f(*a, *b)).collect();
     Ok(PrimitiveColumn::new(Buffer::from_vec(out), validity))
@@ -129,18 +155,32 @@ pub fn negate(c: &Column) -> ExecResult<Column> {
             match T::ZERO.sub(*v) {
                 Some(x) => out.push(x),
                 None if !c.is_valid(i) => out.push(T::ZERO),
-                None => return Err(ExecError::Overflow { op: "negation", ty: T::TYPE }),
+                None => {
+                    return Err(ExecError::Overflow {
+                        op: "negation",
+                        ty: T::TYPE,
+                    })
+                }
             }
         }
-        Ok(PrimitiveColumn::new(Buffer::from_vec(out), c.validity().cloned()))
+        Ok(PrimitiveColumn::new(
+            Buffer::from_vec(out),
+            c.validity().cloned(),
+        ))
     }
     Ok(match c {
         Column::Int32(x) => Column::Int32(neg(x)?),
         Column::Int64(x) => Column::Int64(neg(x)?),
-        Column::Float64(x) => {
-            Column::Float64(PrimitiveColumn::new(Buffer::from_vec(x.values().iter().map(|v| -v).collect()), x.validity().cloned()))
+        Column::Float64(x) => Column::Float64(PrimitiveColumn::new(
+            Buffer::from_vec(x.values().iter().map(|v| -v).collect()),
+            x.validity().cloned(),
+        )),
+        other => {
+            return Err(ExecError::Internal(format!(
+                "cannot negate {}",
+                other.data_type()
+            )))
         }
-        other => return Err(ExecError::Internal(format!("cannot negate {}", other.data_type()))),
     })
 }
 
@@ -153,8 +193,14 @@ mod tests {
     fn overflow_is_an_error_but_not_on_null_rows() {
         let a = Column::Int64(PrimitiveColumn::from_options([Some(i64::MAX), Some(1)]));
         let b = Column::Int64(PrimitiveColumn::from_options([Some(1), Some(1)]));
-        assert!(matches!(arith(BinaryOp::Plus, &a, &b), Err(ExecError::Overflow { .. })));
-        let a = Column::Int64(PrimitiveColumn::new(Buffer::from_vec(vec![i64::MAX, 1]), Some(Bitmap::from_bools([false, true]))));
+        assert!(matches!(
+            arith(BinaryOp::Plus, &a, &b),
+            Err(ExecError::Overflow { .. })
+        ));
+        let a = Column::Int64(PrimitiveColumn::new(
+            Buffer::from_vec(vec![i64::MAX, 1]),
+            Some(Bitmap::from_bools([false, true])),
+        ));
         let c = arith(BinaryOp::Plus, &a, &b).unwrap();
         assert_eq!(c.scalar_at(0), ScalarValue::Null);
         assert_eq!(c.scalar_at(1), ScalarValue::Int64(2));
@@ -165,13 +211,22 @@ mod tests {
         let a = Column::Int32(PrimitiveColumn::from_vec(vec![7, -7]));
         let b = Column::Int32(PrimitiveColumn::from_vec(vec![2, 2]));
         let q = arith(BinaryOp::IntDivide, &a, &b).unwrap();
-        assert_eq!((q.scalar_at(0), q.scalar_at(1)), (ScalarValue::Int32(3), ScalarValue::Int32(-3)));
+        assert_eq!(
+            (q.scalar_at(0), q.scalar_at(1)),
+            (ScalarValue::Int32(3), ScalarValue::Int32(-3))
+        );
         let m = arith(BinaryOp::Modulo, &a, &b).unwrap();
         assert_eq!(m.scalar_at(1), ScalarValue::Int32(-1));
         let z = Column::Int32(PrimitiveColumn::from_vec(vec![2, 0]));
-        assert!(matches!(arith(BinaryOp::Modulo, &a, &z), Err(ExecError::DivisionByZero { .. })));
+        assert!(matches!(
+            arith(BinaryOp::Modulo, &a, &z),
+            Err(ExecError::DivisionByZero { .. })
+        ));
         // A zero divisor on a NULL row is fine.
         let n = Column::Int32(PrimitiveColumn::from_options([Some(1), None]));
-        assert_eq!(arith(BinaryOp::IntDivide, &n, &z).unwrap().scalar_at(1), ScalarValue::Null);
+        assert_eq!(
+            arith(BinaryOp::IntDivide, &n, &z).unwrap().scalar_at(1),
+            ScalarValue::Null
+        );
     }
 }

@@ -9,7 +9,10 @@ fn truths(c: &BooleanColumn) -> (Bitmap, Bitmap) {
     let v = c.values();
     match c.validity() {
         None => (v.clone(), v.not()),
-        Some(valid) => (v.and(valid), Bitmap::from_word_fn(v.len(), |i| !v.word(i) & valid.word(i))),
+        Some(valid) => (
+            v.and(valid),
+            Bitmap::from_word_fn(v.len(), |i| !v.word(i) & valid.word(i)),
+        ),
     }
 }
 
@@ -49,7 +52,8 @@ pub fn is_null(c: &Column, negated: bool) -> BooleanColumn {
 }
 
 pub fn as_boolean(c: &Column) -> ExecResult<&BooleanColumn> {
-    c.as_boolean().ok_or_else(|| ExecError::Internal(format!("expected BOOLEAN, got {}", c.data_type())))
+    c.as_boolean()
+        .ok_or_else(|| ExecError::Internal(format!("expected BOOLEAN, got {}", c.data_type())))
 }
 
 #[cfg(test)]
@@ -67,7 +71,10 @@ mod tests {
                 r.push(b);
             }
         }
-        let (lc, rc) = (BooleanColumn::from_options(l.clone()), BooleanColumn::from_options(r.clone()));
+        let (lc, rc) = (
+            BooleanColumn::from_options(l.clone()),
+            BooleanColumn::from_options(r.clone()),
+        );
         let a = and(&lc, &rc);
         let o = or(&lc, &rc);
         for i in 0..9 {

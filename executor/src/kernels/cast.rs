@@ -5,13 +5,20 @@ use morsel_storage::csv::format_float;
 use morsel_storage::scalar::{float_to_int, parse_text};
 use morsel_storage::temporal::MICROS_PER_DAY;
 use morsel_storage::{
-    Bitmap, BooleanColumn, Buffer, Column, ColumnBuilder, DataType, NativeType, PrimitiveColumn, ScalarValue, Utf8Builder,
+    Bitmap, BooleanColumn, Buffer, Column, ColumnBuilder, DataType, NativeType, PrimitiveColumn,
+    ScalarValue, Utf8Builder,
 };
 
 use crate::error::{ExecError, ExecResult};
 
-fn map<A: NativeType, B: NativeType>(c: &PrimitiveColumn<A>, f: impl Fn(A) -> B) -> PrimitiveColumn<B> {
-    PrimitiveColumn::new(Buffer::from_vec(c.values().iter().map(|v| f(*v)).collect()), c.validity().cloned())
+fn map<A: NativeType, B: NativeType>(
+    c: &PrimitiveColumn<A>,
+    f: impl Fn(A) -> B,
+) -> PrimitiveColumn<B> {
+    PrimitiveColumn::new(
+        Buffer::from_vec(c.values().iter().map(|v| f(*v)).collect()),
+        c.validity().cloned(),
+    )
 }
 
 /// Like `map`, but `f` may fail on a valid row (the error names the value).
@@ -25,10 +32,18 @@ fn try_map<A: NativeType, B: NativeType>(
         match f(*v) {
             Some(x) => out.push(x),
             None if !c.is_valid(i) => out.push(B::default()),
-            None => return Err(ExecError::Cast { value: format!("{v:?}"), to }),
+            None => {
+                return Err(ExecError::Cast {
+                    value: format!("{v:?}"),
+                    to,
+                })
+            }
         }
     }
-    Ok(PrimitiveColumn::new(Buffer::from_vec(out), c.validity().cloned()))
+    Ok(PrimitiveColumn::new(
+        Buffer::from_vec(out),
+        c.validity().cloned(),
+    ))
 }
 
 /// SQL text of a float: shortest round trip, with `.0` kept for integral values (`1.0`).
@@ -58,7 +73,10 @@ fn from_text(c: &morsel_storage::Utf8Column, to: DataType) -> ExecResult<Column>
         match c.get(i) {
             None => b.push_null(),
             Some(s) => {
-                let v = parse_text(s.trim(), to).ok_or_else(|| ExecError::Cast { value: s.to_string(), to })?;
+                let v = parse_text(s.trim(), to).ok_or_else(|| ExecError::Cast {
+                    value: s.to_string(),
+                    to,
+                })?;
                 b.push_scalar(&v)?;
             }
         }
@@ -80,14 +98,21 @@ pub fn cast(c: &Column, to: DataType) -> ExecResult<Column> {
         (C::Int64(x), DataType::Int32) => C::Int32(try_map(x, to, |v| i32::try_from(v).ok())?),
         (C::Int64(x), DataType::Float64) => C::Float64(map(x, |v| v as f64)),
         (C::Float64(x), DataType::Int64) => C::Int64(try_map(x, to, float_to_int)?),
-        (C::Float64(x), DataType::Int32) => C::Int32(try_map(x, to, |v| float_to_int(v).and_then(|i| i32::try_from(i).ok()))?),
+        (C::Float64(x), DataType::Int32) => C::Int32(try_map(x, to, |v| {
+            float_to_int(v).and_then(|i| i32::try_from(i).ok())
+        })?),
         (C::Date32(x), DataType::Timestamp) => C::Timestamp(map(x, |d| d as i64 * MICROS_PER_DAY)),
         (C::Date32(x), DataType::Int64) => C::Int64(map(x, |d| d as i64)),
-        (C::Timestamp(x), DataType::Date32) => C::Date32(map(x, |t| t.div_euclid(MICROS_PER_DAY) as i32)),
+        (C::Timestamp(x), DataType::Date32) => {
+            C::Date32(map(x, |t| t.div_euclid(MICROS_PER_DAY) as i32))
+        }
         (C::Boolean(b), DataType::Int32 | DataType::Int64 | DataType::Float64) => {
             let mut out = ColumnBuilder::with_capacity(to, b.len());
             for i in 0..b.len() {
-                let v = b.get(i).map(|v| ScalarValue::Int64(v as i64)).unwrap_or(ScalarValue::Null);
+                let v = b
+                    .get(i)
+                    .map(|v| ScalarValue::Int64(v as i64))
+                    .unwrap_or(ScalarValue::Null);
                 out.push_scalar(&v.cast_to(to)?)?;
             }
             out.finish()
@@ -113,13 +138,19 @@ pub fn cast(c: &Column, to: DataType) -> ExecResult<Column> {
 
 /// A column of `len` rows of `value` (of type `ty`, or NULL).
 pub fn broadcast(value: &ScalarValue, ty: DataType, len: usize) -> ExecResult<Column> {
-    let v = if value.is_null() || value.data_type() == ty { value.clone() } else { value.cast_to(ty)? };
+    let v = if value.is_null() || value.data_type() == ty {
+        value.clone()
+    } else {
+        value.cast_to(ty)?
+    };
     Ok(match (&v, ty) {
         (ScalarValue::Float64(x), _) => Column::Float64(PrimitiveColumn::from_vec(vec![*x; len])),
         (ScalarValue::Int64(x), _) => Column::Int64(PrimitiveColumn::from_vec(vec![*x; len])),
         (ScalarValue::Int32(x), _) => Column::Int32(PrimitiveColumn::from_vec(vec![*x; len])),
         (ScalarValue::Date32(x), _) => Column::Date32(PrimitiveColumn::from_vec(vec![*x; len])),
-        (ScalarValue::Boolean(x), _) => Column::Boolean(BooleanColumn::new(Bitmap::new_filled(len, *x), None)),
+        (ScalarValue::Boolean(x), _) => {
+            Column::Boolean(BooleanColumn::new(Bitmap::new_filled(len, *x), None))
+        }
         _ => Column::from_scalar(&v, ty, len)?,
     })
 }

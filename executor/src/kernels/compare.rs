@@ -24,7 +24,8 @@ fn test(op: BinaryOp, o: Ordering) -> bool {
 /// every other value (DuckDB's order); -0.0 equals 0.0.
 #[inline]
 pub fn cmp_f64(a: f64, b: f64) -> Ordering {
-    a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+    a.partial_cmp(&b)
+        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
 macro_rules! prim {
@@ -43,16 +44,23 @@ macro_rules! prim {
 /// `l op r` where `op` is a comparison.
 pub fn compare(op: BinaryOp, l: &Column, r: &Column) -> ExecResult<BooleanColumn> {
     if !op.is_comparison() {
-        return Err(ExecError::Internal(format!("{} is not a comparison", op.symbol())));
+        return Err(ExecError::Internal(format!(
+            "{} is not a comparison",
+            op.symbol()
+        )));
     }
     Ok(match (l, r) {
-        (Column::Int32(a), Column::Int32(b)) | (Column::Date32(a), Column::Date32(b)) => prim!(op, a, b, |p: i32, q: i32| p.cmp(&q)),
+        (Column::Int32(a), Column::Int32(b)) | (Column::Date32(a), Column::Date32(b)) => {
+            prim!(op, a, b, |p: i32, q: i32| p.cmp(&q))
+        }
         (Column::Int64(a), Column::Int64(b)) | (Column::Timestamp(a), Column::Timestamp(b)) => {
             prim!(op, a, b, |p: i64, q: i64| p.cmp(&q))
         }
         (Column::Float64(a), Column::Float64(b)) => prim!(op, a, b, cmp_f64),
         (Column::Utf8(a), Column::Utf8(b)) => {
-            let values = Bitmap::from_fn(a.len(), |i| test(op, a.value_bytes(i).cmp(b.value_bytes(i))));
+            let values = Bitmap::from_fn(a.len(), |i| {
+                test(op, a.value_bytes(i).cmp(b.value_bytes(i)))
+            });
             BooleanColumn::new(values, and_validity(a.validity(), b.validity()))
         }
         (Column::Boolean(a), Column::Boolean(b)) => {

@@ -30,7 +30,11 @@ enum Fast {
 
 impl LikeMatcher {
     pub fn new(pattern: &str, case_insensitive: bool) -> Self {
-        let pattern = if case_insensitive { pattern.to_lowercase() } else { pattern.to_string() };
+        let pattern = if case_insensitive {
+            pattern.to_lowercase()
+        } else {
+            pattern.to_string()
+        };
         let tokens: Vec<Token> = pattern
             .chars()
             .map(|c| match c {
@@ -40,12 +44,24 @@ impl LikeMatcher {
             })
             .collect();
         let lits = |t: &[Token]| -> Option<String> {
-            t.iter().map(|x| if let Token::Lit(c) = x { Some(*c) } else { None }).collect()
+            t.iter()
+                .map(|x| {
+                    if let Token::Lit(c) = x {
+                        Some(*c)
+                    } else {
+                        None
+                    }
+                })
+                .collect()
         };
         let n = tokens.len();
         let fast = if let Some(s) = lits(&tokens) {
             Fast::Exact(s)
-        } else if n >= 2 && tokens[0] == Token::Any && tokens[n - 1] == Token::Any && lits(&tokens[1..n - 1]).is_some() {
+        } else if n >= 2
+            && tokens[0] == Token::Any
+            && tokens[n - 1] == Token::Any
+            && lits(&tokens[1..n - 1]).is_some()
+        {
             Fast::Contains(lits(&tokens[1..n - 1]).unwrap_or_default())
         } else if n >= 1 && tokens[n - 1] == Token::Any && lits(&tokens[..n - 1]).is_some() {
             Fast::Prefix(lits(&tokens[..n - 1]).unwrap_or_default())
@@ -54,7 +70,11 @@ impl LikeMatcher {
         } else {
             Fast::General
         };
-        Self { tokens, fast, case_insensitive }
+        Self {
+            tokens,
+            fast,
+            case_insensitive,
+        }
     }
 
     pub fn matches(&self, text: &str) -> bool {
@@ -129,12 +149,20 @@ mod tests {
             ("%a%b%c%", "xaxbxcx", true),
             ("%a%b%c%", "xaxcxbx", false),
             ("_", "é", true),
-            ("%special%requests%", "blithely special foxes requests", true),
+            (
+                "%special%requests%",
+                "blithely special foxes requests",
+                true,
+            ),
             ("", "", true),
             ("%", "", true),
         ];
         for (p, t, want) in cases {
-            assert_eq!(LikeMatcher::new(p, false).matches(t), want, "{t:?} LIKE {p:?}");
+            assert_eq!(
+                LikeMatcher::new(p, false).matches(t),
+                want,
+                "{t:?} LIKE {p:?}"
+            );
         }
         assert!(LikeMatcher::new("ABC%", true).matches("abcdef"));
     }

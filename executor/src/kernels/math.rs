@@ -6,7 +6,10 @@ use morsel_storage::{Buffer, Column, PrimitiveColumn};
 use crate::error::{ExecError, ExecResult};
 
 fn map_f64(c: &PrimitiveColumn<f64>, f: impl Fn(f64) -> f64) -> Column {
-    Column::Float64(PrimitiveColumn::new(Buffer::from_vec(c.values().iter().map(|v| f(*v)).collect()), c.validity().cloned()))
+    Column::Float64(PrimitiveColumn::new(
+        Buffer::from_vec(c.values().iter().map(|v| f(*v)).collect()),
+        c.validity().cloned(),
+    ))
 }
 
 /// Rounds half away from zero to `digits` decimal places (negative digits round left of the
@@ -19,13 +22,21 @@ pub fn round_f64(v: f64, digits: i64) -> f64 {
     let scale = 10f64.powi(digits.abs());
     if digits >= 0 {
         let r = (v * scale).round() / scale;
-        if r.is_finite() { r } else { v }
+        if r.is_finite() {
+            r
+        } else {
+            v
+        }
     } else {
         (v / scale).round() * scale
     }
 }
 
-pub fn unary(func: ScalarFunc, c: &Column, digits: Option<&PrimitiveColumn<i64>>) -> ExecResult<Column> {
+pub fn unary(
+    func: ScalarFunc,
+    c: &Column,
+    digits: Option<&PrimitiveColumn<i64>>,
+) -> ExecResult<Column> {
     Ok(match (func, c) {
         (ScalarFunc::Abs, Column::Int32(x)) => {
             let mut out = Vec::with_capacity(x.len());
@@ -33,10 +44,18 @@ pub fn unary(func: ScalarFunc, c: &Column, digits: Option<&PrimitiveColumn<i64>>
                 out.push(match v.checked_abs() {
                     Some(a) => a,
                     None if !x.is_valid(i) => 0,
-                    None => return Err(ExecError::Overflow { op: "abs", ty: morsel_storage::DataType::Int32 }),
+                    None => {
+                        return Err(ExecError::Overflow {
+                            op: "abs",
+                            ty: morsel_storage::DataType::Int32,
+                        })
+                    }
                 });
             }
-            Column::Int32(PrimitiveColumn::new(Buffer::from_vec(out), x.validity().cloned()))
+            Column::Int32(PrimitiveColumn::new(
+                Buffer::from_vec(out),
+                x.validity().cloned(),
+            ))
         }
         (ScalarFunc::Abs, Column::Int64(x)) => {
             let mut out = Vec::with_capacity(x.len());
@@ -44,10 +63,18 @@ pub fn unary(func: ScalarFunc, c: &Column, digits: Option<&PrimitiveColumn<i64>>
                 out.push(match v.checked_abs() {
                     Some(a) => a,
                     None if !x.is_valid(i) => 0,
-                    None => return Err(ExecError::Overflow { op: "abs", ty: morsel_storage::DataType::Int64 }),
+                    None => {
+                        return Err(ExecError::Overflow {
+                            op: "abs",
+                            ty: morsel_storage::DataType::Int64,
+                        })
+                    }
                 });
             }
-            Column::Int64(PrimitiveColumn::new(Buffer::from_vec(out), x.validity().cloned()))
+            Column::Int64(PrimitiveColumn::new(
+                Buffer::from_vec(out),
+                x.validity().cloned(),
+            ))
         }
         (ScalarFunc::Abs, Column::Float64(x)) => map_f64(x, f64::abs),
         (ScalarFunc::Floor, Column::Float64(x)) => map_f64(x, f64::floor),
@@ -56,14 +83,25 @@ pub fn unary(func: ScalarFunc, c: &Column, digits: Option<&PrimitiveColumn<i64>>
         (ScalarFunc::Round, Column::Float64(x)) => match digits {
             None => map_f64(x, |v| round_f64(v, 0)),
             Some(d) => {
-                let values = (0..x.len()).map(|i| round_f64(x.values()[i], d.values()[i])).collect();
+                let values = (0..x.len())
+                    .map(|i| round_f64(x.values()[i], d.values()[i]))
+                    .collect();
                 let validity = crate::kernels::and_validity(x.validity(), d.validity());
                 Column::Float64(PrimitiveColumn::new(Buffer::from_vec(values), validity))
             }
         },
         // Integers are already whole: FLOOR, CEIL and ROUND (to >= 0 digits) keep them.
-        (ScalarFunc::Floor | ScalarFunc::Ceil | ScalarFunc::Round, Column::Int32(_) | Column::Int64(_)) => c.clone(),
-        (f, other) => return Err(ExecError::Internal(format!("{}() on {}", f.name(), other.data_type()))),
+        (
+            ScalarFunc::Floor | ScalarFunc::Ceil | ScalarFunc::Round,
+            Column::Int32(_) | Column::Int64(_),
+        ) => c.clone(),
+        (f, other) => {
+            return Err(ExecError::Internal(format!(
+                "{}() on {}",
+                f.name(),
+                other.data_type()
+            )))
+        }
     })
 }
 

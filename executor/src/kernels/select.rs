@@ -17,19 +17,30 @@ pub fn filter_batch(batch: &Batch, mask: &Bitmap) -> ExecResult<Batch> {
 
 /// Row i of the result is row i of `columns[choice[i]]`, or NULL when `choice[i]` is
 /// `u32::MAX`. All columns have the same type and length.
-pub fn interleave(columns: &[&Column], choice: &[u32], ty: morsel_storage::DataType) -> ExecResult<Column> {
+pub fn interleave(
+    columns: &[&Column],
+    choice: &[u32],
+    ty: morsel_storage::DataType,
+) -> ExecResult<Column> {
     macro_rules! prim {
         ($variant:ident, $t:ty) => {{
             let cols: Vec<_> = columns
                 .iter()
                 .map(|c| match c {
                     Column::$variant(p) => Ok(p),
-                    other => Err(ExecError::Internal(format!("interleave expected {ty}, got {}", other.data_type()))),
+                    other => Err(ExecError::Internal(format!(
+                        "interleave expected {ty}, got {}",
+                        other.data_type()
+                    ))),
                 })
                 .collect::<ExecResult<_>>()?;
             let mut b = PrimitiveBuilder::<$t>::with_capacity(choice.len());
             for (i, &k) in choice.iter().enumerate() {
-                b.push_option(if k == u32::MAX { None } else { cols[k as usize].get(i) });
+                b.push_option(if k == u32::MAX {
+                    None
+                } else {
+                    cols[k as usize].get(i)
+                });
             }
             Column::$variant(b.finish())
         }};

@@ -5,7 +5,8 @@ use morsel_storage::{Buffer, Column, PrimitiveColumn, Utf8Builder, Utf8Column};
 use crate::error::{ExecError, ExecResult};
 
 pub fn as_utf8(c: &Column) -> ExecResult<&Utf8Column> {
-    c.as_utf8().ok_or_else(|| ExecError::Internal(format!("expected VARCHAR, got {}", c.data_type())))
+    c.as_utf8()
+        .ok_or_else(|| ExecError::Internal(format!("expected VARCHAR, got {}", c.data_type())))
 }
 
 /// Applies `f` to every valid string.
@@ -38,12 +39,21 @@ pub fn trim(c: &Utf8Column) -> Column {
 }
 
 pub fn length(c: &Utf8Column) -> Column {
-    let values = (0..c.len()).map(|i| c.value(i).chars().count() as i64).collect();
-    Column::Int64(PrimitiveColumn::new(Buffer::from_vec(values), c.validity().cloned()))
+    let values = (0..c.len())
+        .map(|i| c.value(i).chars().count() as i64)
+        .collect();
+    Column::Int64(PrimitiveColumn::new(
+        Buffer::from_vec(values),
+        c.validity().cloned(),
+    ))
 }
 
 /// `substring(s, start[, len])`: 1-based start; a start before 1 eats into `len` (SQL rule).
-pub fn substring(s: &Utf8Column, start: &PrimitiveColumn<i64>, len: Option<&PrimitiveColumn<i64>>) -> ExecResult<Column> {
+pub fn substring(
+    s: &Utf8Column,
+    start: &PrimitiveColumn<i64>,
+    len: Option<&PrimitiveColumn<i64>>,
+) -> ExecResult<Column> {
     let mut b = Utf8Builder::with_capacity(s.len(), s.data().len());
     for i in 0..s.len() {
         let (Some(text), Some(st)) = (s.get(i), start.get(i)) else {
@@ -57,7 +67,11 @@ pub fn substring(s: &Utf8Column, start: &PrimitiveColumn<i64>, len: Option<&Prim
                     b.push_null();
                     continue;
                 }
-                Some(n) if n < 0 => return Err(ExecError::Unsupported("substring with a negative length".into())),
+                Some(n) if n < 0 => {
+                    return Err(ExecError::Unsupported(
+                        "substring with a negative length".into(),
+                    ))
+                }
                 Some(n) => st.saturating_add(n),
             },
         };

@@ -8,21 +8,46 @@ use crate::error::{ExecError, ExecResult};
 pub fn extract(part: DatePart, c: &Column) -> ExecResult<Column> {
     let values: Vec<i64> = match c {
         Column::Date32(d) => d.values().iter().map(|&x| part.of_days(x)).collect(),
-        Column::Timestamp(t) => t.values().iter().map(|&x| part.of_days(x.div_euclid(MICROS_PER_DAY) as i32)).collect(),
-        other => return Err(ExecError::Internal(format!("extract from {}", other.data_type()))),
+        Column::Timestamp(t) => t
+            .values()
+            .iter()
+            .map(|&x| part.of_days(x.div_euclid(MICROS_PER_DAY) as i32))
+            .collect(),
+        other => {
+            return Err(ExecError::Internal(format!(
+                "extract from {}",
+                other.data_type()
+            )))
+        }
     };
-    Ok(Column::Int64(PrimitiveColumn::new(Buffer::from_vec(values), c.validity().cloned())))
+    Ok(Column::Int64(PrimitiveColumn::new(
+        Buffer::from_vec(values),
+        c.validity().cloned(),
+    )))
 }
 
 /// `date + n days` or `date + n months` (row by row; NULL if either is NULL).
-pub fn add(days: &PrimitiveColumn<i32>, n: &PrimitiveColumn<i64>, months: bool) -> ExecResult<Column> {
+pub fn add(
+    days: &PrimitiveColumn<i32>,
+    n: &PrimitiveColumn<i64>,
+    months: bool,
+) -> ExecResult<Column> {
     let mut b = morsel_storage::PrimitiveBuilder::<i32>::with_capacity(days.len());
     for i in 0..days.len() {
         match (days.get(i), n.get(i)) {
             (Some(d), Some(k)) => {
                 let k = i32::try_from(k).ok();
-                let out = k.and_then(|k| if months { add_months(d, k) } else { d.checked_add(k) });
-                b.push(out.ok_or(ExecError::Overflow { op: "date arithmetic", ty: morsel_storage::DataType::Date32 })?);
+                let out = k.and_then(|k| {
+                    if months {
+                        add_months(d, k)
+                    } else {
+                        d.checked_add(k)
+                    }
+                });
+                b.push(out.ok_or(ExecError::Overflow {
+                    op: "date arithmetic",
+                    ty: morsel_storage::DataType::Date32,
+                })?);
             }
             _ => b.push_null(),
         }

@@ -4,7 +4,9 @@
 //! merged in morsel order, so `SUM(double)` is the same bit pattern at any thread count.
 
 use morsel_planner::AggFunc;
-use morsel_storage::{Buffer, Column, ColumnBuilder, DataType, PrimitiveBuilder, PrimitiveColumn, ScalarValue};
+use morsel_storage::{
+    Buffer, Column, ColumnBuilder, DataType, PrimitiveBuilder, PrimitiveColumn, ScalarValue,
+};
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::compare::cmp_f64;
@@ -13,25 +15,47 @@ use crate::kernels::compare::cmp_f64;
 pub enum Accumulator {
     /// `count(x)` (non-NULL values) or `count(*)` (rows).
     Count(Vec<i64>),
-    SumInt { sums: Vec<i64>, seen: Vec<bool> },
-    SumFloat { sums: Vec<f64>, seen: Vec<bool> },
-    AvgInt { sums: Vec<i128>, counts: Vec<i64> },
-    AvgFloat { sums: Vec<f64>, counts: Vec<i64> },
+    SumInt {
+        sums: Vec<i64>,
+        seen: Vec<bool>,
+    },
+    SumFloat {
+        sums: Vec<f64>,
+        seen: Vec<bool>,
+    },
+    AvgInt {
+        sums: Vec<i128>,
+        counts: Vec<i64>,
+    },
+    AvgFloat {
+        sums: Vec<f64>,
+        counts: Vec<i64>,
+    },
     /// MIN / MAX of any type; `min` picks which. Values kept as scalars per group.
-    Extreme { min: bool, ty: DataType, values: Vec<Option<ScalarValue>> },
+    Extreme {
+        min: bool,
+        ty: DataType,
+        values: Vec<Option<ScalarValue>>,
+    },
 }
 
 fn int_values(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
     match c {
         Column::Int64(x) => Ok(x),
-        other => Err(ExecError::Internal(format!("integer aggregate over {}", other.data_type()))),
+        other => Err(ExecError::Internal(format!(
+            "integer aggregate over {}",
+            other.data_type()
+        ))),
     }
 }
 
 fn float_values(c: &Column) -> ExecResult<&PrimitiveColumn<f64>> {
     match c {
         Column::Float64(x) => Ok(x),
-        other => Err(ExecError::Internal(format!("float aggregate over {}", other.data_type()))),
+        other => Err(ExecError::Internal(format!(
+            "float aggregate over {}",
+            other.data_type()
+        ))),
     }
 }
 
@@ -39,8 +63,10 @@ fn float_values(c: &Column) -> ExecResult<&PrimitiveColumn<f64>> {
 fn better(min: bool, a: &ScalarValue, b: &ScalarValue) -> bool {
     use std::cmp::Ordering;
     let ord = match (a, b) {
-        (ScalarValue::Int32(x), ScalarValue::Int32(y)) | (ScalarValue::Date32(x), ScalarValue::Date32(y)) => x.cmp(y),
-        (ScalarValue::Int64(x), ScalarValue::Int64(y)) | (ScalarValue::Timestamp(x), ScalarValue::Timestamp(y)) => x.cmp(y),
+        (ScalarValue::Int32(x), ScalarValue::Int32(y))
+        | (ScalarValue::Date32(x), ScalarValue::Date32(y)) => x.cmp(y),
+        (ScalarValue::Int64(x), ScalarValue::Int64(y))
+        | (ScalarValue::Timestamp(x), ScalarValue::Timestamp(y)) => x.cmp(y),
         (ScalarValue::Float64(x), ScalarValue::Float64(y)) => cmp_f64(*x, *y),
         (ScalarValue::Utf8(x), ScalarValue::Utf8(y)) => x.as_bytes().cmp(y.as_bytes()),
         (ScalarValue::Boolean(x), ScalarValue::Boolean(y)) => x.cmp(y),
@@ -58,11 +84,27 @@ impl Accumulator {
     pub fn new(func: AggFunc, arg: DataType) -> ExecResult<Self> {
         Ok(match (func, arg) {
             (AggFunc::Count | AggFunc::CountStar, _) => Accumulator::Count(Vec::new()),
-            (AggFunc::Sum, DataType::Int64) => Accumulator::SumInt { sums: Vec::new(), seen: Vec::new() },
-            (AggFunc::Sum, DataType::Float64) => Accumulator::SumFloat { sums: Vec::new(), seen: Vec::new() },
-            (AggFunc::Avg, DataType::Int64) => Accumulator::AvgInt { sums: Vec::new(), counts: Vec::new() },
-            (AggFunc::Avg, DataType::Float64) => Accumulator::AvgFloat { sums: Vec::new(), counts: Vec::new() },
-            (AggFunc::Min | AggFunc::Max, ty) => Accumulator::Extreme { min: func == AggFunc::Min, ty, values: Vec::new() },
+            (AggFunc::Sum, DataType::Int64) => Accumulator::SumInt {
+                sums: Vec::new(),
+                seen: Vec::new(),
+            },
+            (AggFunc::Sum, DataType::Float64) => Accumulator::SumFloat {
+                sums: Vec::new(),
+                seen: Vec::new(),
+            },
+            (AggFunc::Avg, DataType::Int64) => Accumulator::AvgInt {
+                sums: Vec::new(),
+                counts: Vec::new(),
+            },
+            (AggFunc::Avg, DataType::Float64) => Accumulator::AvgFloat {
+                sums: Vec::new(),
+                counts: Vec::new(),
+            },
+            (AggFunc::Min | AggFunc::Max, ty) => Accumulator::Extreme {
+                min: func == AggFunc::Min,
+                ty,
+                values: Vec::new(),
+            },
             (f, t) => return Err(ExecError::Internal(format!("{}() over {t}", f.name()))),
         })
     }
@@ -112,9 +154,13 @@ impl Accumulator {
                 for (i, &g) in groups.iter().enumerate() {
                     if x.is_valid(i) {
                         let g = g as usize;
-                        sums[g] = sums[g]
-                            .checked_add(x.values()[i])
-                            .ok_or(ExecError::Overflow { op: "sum()", ty: DataType::Int64 })?;
+                        sums[g] =
+                            sums[g]
+                                .checked_add(x.values()[i])
+                                .ok_or(ExecError::Overflow {
+                                    op: "sum()",
+                                    ty: DataType::Int64,
+                                })?;
                         seen[g] = true;
                     }
                 }
@@ -173,11 +219,17 @@ impl Accumulator {
             (Accumulator::SumInt { sums, seen }, Accumulator::SumInt { sums: s2, seen: n2 }) => {
                 for g in 0..s2.len() {
                     let m = mapping[g] as usize;
-                    sums[m] = sums[m].checked_add(s2[g]).ok_or(ExecError::Overflow { op: "sum()", ty: DataType::Int64 })?;
+                    sums[m] = sums[m].checked_add(s2[g]).ok_or(ExecError::Overflow {
+                        op: "sum()",
+                        ty: DataType::Int64,
+                    })?;
                     seen[m] |= n2[g];
                 }
             }
-            (Accumulator::SumFloat { sums, seen }, Accumulator::SumFloat { sums: s2, seen: n2 }) => {
+            (
+                Accumulator::SumFloat { sums, seen },
+                Accumulator::SumFloat { sums: s2, seen: n2 },
+            ) => {
                 for g in 0..s2.len() {
                     let m = mapping[g] as usize;
                     if n2[g] {
@@ -186,14 +238,26 @@ impl Accumulator {
                     }
                 }
             }
-            (Accumulator::AvgInt { sums, counts }, Accumulator::AvgInt { sums: s2, counts: c2 }) => {
+            (
+                Accumulator::AvgInt { sums, counts },
+                Accumulator::AvgInt {
+                    sums: s2,
+                    counts: c2,
+                },
+            ) => {
                 for g in 0..s2.len() {
                     let m = mapping[g] as usize;
                     sums[m] += s2[g];
                     counts[m] += c2[g];
                 }
             }
-            (Accumulator::AvgFloat { sums, counts }, Accumulator::AvgFloat { sums: s2, counts: c2 }) => {
+            (
+                Accumulator::AvgFloat { sums, counts },
+                Accumulator::AvgFloat {
+                    sums: s2,
+                    counts: c2,
+                },
+            ) => {
                 for g in 0..s2.len() {
                     let m = mapping[g] as usize;
                     if c2[g] > 0 {
@@ -211,7 +275,11 @@ impl Accumulator {
                     }
                 }
             }
-            _ => return Err(ExecError::Internal("merging different aggregate states".into())),
+            _ => {
+                return Err(ExecError::Internal(
+                    "merging different aggregate states".into(),
+                ))
+            }
         }
         Ok(())
     }
@@ -222,22 +290,30 @@ impl Accumulator {
             Accumulator::Count(c) => Column::Int64(PrimitiveColumn::new(Buffer::from_vec(c), None)),
             Accumulator::SumInt { sums, seen } => {
                 let mut b = PrimitiveBuilder::with_capacity(sums.len());
-                sums.iter().zip(&seen).for_each(|(s, ok)| b.push_option(ok.then_some(*s)));
+                sums.iter()
+                    .zip(&seen)
+                    .for_each(|(s, ok)| b.push_option(ok.then_some(*s)));
                 Column::Int64(b.finish())
             }
             Accumulator::SumFloat { sums, seen } => {
                 let mut b = PrimitiveBuilder::with_capacity(sums.len());
-                sums.iter().zip(&seen).for_each(|(s, ok)| b.push_option(ok.then_some(*s)));
+                sums.iter()
+                    .zip(&seen)
+                    .for_each(|(s, ok)| b.push_option(ok.then_some(*s)));
                 Column::Float64(b.finish())
             }
             Accumulator::AvgInt { sums, counts } => {
                 let mut b = PrimitiveBuilder::with_capacity(sums.len());
-                sums.iter().zip(&counts).for_each(|(s, c)| b.push_option((*c > 0).then(|| *s as f64 / *c as f64)));
+                sums.iter()
+                    .zip(&counts)
+                    .for_each(|(s, c)| b.push_option((*c > 0).then(|| *s as f64 / *c as f64)));
                 Column::Float64(b.finish())
             }
             Accumulator::AvgFloat { sums, counts } => {
                 let mut b = PrimitiveBuilder::with_capacity(sums.len());
-                sums.iter().zip(&counts).for_each(|(s, c)| b.push_option((*c > 0).then(|| s / *c as f64)));
+                sums.iter()
+                    .zip(&counts)
+                    .for_each(|(s, c)| b.push_option((*c > 0).then(|| s / *c as f64)));
                 Column::Float64(b.finish())
             }
             Accumulator::Extreme { ty, values, .. } => {

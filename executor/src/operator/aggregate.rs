@@ -44,8 +44,16 @@ impl AggregateSink {
     fn new_table(&self) -> ExecResult<GroupTable> {
         Ok(GroupTable {
             keys: KeyInterner::new(),
-            key_values: self.key_types.iter().map(|t| ColumnBuilder::with_capacity(*t, 0)).collect(),
-            accs: self.aggs.iter().map(|a| Accumulator::new(a.func, a.arg_type)).collect::<ExecResult<_>>()?,
+            key_values: self
+                .key_types
+                .iter()
+                .map(|t| ColumnBuilder::with_capacity(*t, 0))
+                .collect(),
+            accs: self
+                .aggs
+                .iter()
+                .map(|a| Accumulator::new(a.func, a.arg_type))
+                .collect::<ExecResult<_>>()?,
         })
     }
 }
@@ -58,7 +66,11 @@ impl Sink for AggregateSink {
         let mut t = self.new_table()?;
         for batch in &batches {
             let rows = batch.num_rows();
-            let key_cols = self.group.iter().map(|e| e.evaluate(batch)).collect::<ExecResult<Vec<_>>>()?;
+            let key_cols = self
+                .group
+                .iter()
+                .map(|e| e.evaluate(batch))
+                .collect::<ExecResult<Vec<_>>>()?;
             let encoded = RowKeys::encode(&key_cols, rows);
             let mut ids = Vec::with_capacity(rows);
             for i in 0..rows {
@@ -79,7 +91,11 @@ impl Sink for AggregateSink {
         }
         Ok(Partial {
             keys: t.keys,
-            key_columns: t.key_values.into_iter().map(ColumnBuilder::finish).collect(),
+            key_columns: t
+                .key_values
+                .into_iter()
+                .map(ColumnBuilder::finish)
+                .collect(),
             accs: t.accs,
         })
     }
@@ -107,13 +123,19 @@ impl Sink for AggregateSink {
             global.keys.intern(&[], hash_key(&[]));
         }
         let groups = global.keys.len();
-        let mut columns: Vec<Column> = global.key_values.into_iter().map(ColumnBuilder::finish).collect();
+        let mut columns: Vec<Column> = global
+            .key_values
+            .into_iter()
+            .map(ColumnBuilder::finish)
+            .collect();
         for mut acc in global.accs {
             acc.resize(groups);
             columns.push(acc.finish()?);
         }
         if columns.len() != self.schema.len() {
-            return Err(ExecError::Internal("aggregate output does not match its schema".into()));
+            return Err(ExecError::Internal(
+                "aggregate output does not match its schema".into(),
+            ));
         }
         Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
     }

@@ -16,6 +16,10 @@ impl Sink for CollectSink {
     }
 
     fn finish(&self, partials: Vec<Vec<Batch>>) -> ExecResult<Vec<Batch>> {
-        Ok(partials.into_iter().flatten().filter(|b| b.num_rows() > 0).collect())
+        Ok(partials
+            .into_iter()
+            .flatten()
+            .filter(|b| b.num_rows() > 0)
+            .collect())
     }
 }

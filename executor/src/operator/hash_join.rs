@@ -26,7 +26,10 @@ pub struct JoinTable {
 impl JoinTable {
     pub fn new(build: Batch, key_exprs: &[PhysExpr]) -> ExecResult<Self> {
         let n = build.num_rows();
-        let cols = key_exprs.iter().map(|e| e.evaluate(&build)).collect::<ExecResult<Vec<_>>>()?;
+        let cols = key_exprs
+            .iter()
+            .map(|e| e.evaluate(&build))
+            .collect::<ExecResult<Vec<_>>>()?;
         let encoded = RowKeys::encode(&cols, n);
         let mut keys = KeyInterner::new();
         let mut key_of_row = vec![u32::MAX; n];
@@ -53,7 +56,12 @@ impl JoinTable {
                 fill[k as usize] += 1;
             }
         }
-        Ok(Self { build, keys, starts, rows })
+        Ok(Self {
+            build,
+            keys,
+            starts,
+            rows,
+        })
     }
 
     pub fn num_rows(&self) -> usize {
@@ -85,7 +93,11 @@ impl HashProbeOp {
             }
             return Ok((p, b));
         }
-        let cols = self.probe_keys.iter().map(|e| e.evaluate(batch)).collect::<ExecResult<Vec<_>>>()?;
+        let cols = self
+            .probe_keys
+            .iter()
+            .map(|e| e.evaluate(batch))
+            .collect::<ExecResult<Vec<_>>>()?;
         let encoded = RowKeys::encode(&cols, n);
         let t = &self.table;
         for i in 0..n {
@@ -94,7 +106,10 @@ impl HashProbeOp {
             }
             let k = encoded.key(i);
             if let Some(id) = t.keys.find(k, hash_key(k)) {
-                let (s, e) = (t.starts[id as usize] as usize, t.starts[id as usize + 1] as usize);
+                let (s, e) = (
+                    t.starts[id as usize] as usize,
+                    t.starts[id as usize + 1] as usize,
+                );
                 for &r in &t.rows[s..e] {
                     p.push(i as u32);
                     b.push(r);

@@ -73,7 +73,13 @@ impl RowKeys {
                     Column::Int64(x) | Column::Timestamp(x) => put(&x.values()[i].to_le_bytes()),
                     Column::Float64(x) => {
                         let v = x.values()[i];
-                        let v = if v == 0.0 { 0.0 } else if v.is_nan() { f64::NAN } else { v };
+                        let v = if v == 0.0 {
+                            0.0
+                        } else if v.is_nan() {
+                            f64::NAN
+                        } else {
+                            v
+                        };
                         put(&v.to_bits().to_le_bytes())
                     }
                     Column::Utf8(s) => {
@@ -84,7 +90,11 @@ impl RowKeys {
                 }
             }
         }
-        RowKeys { bytes, offsets, has_null }
+        RowKeys {
+            bytes,
+            offsets,
+            has_null,
+        }
     }
 
     #[inline]
@@ -112,7 +122,12 @@ pub struct KeyInterner {
 
 impl KeyInterner {
     pub fn new() -> Self {
-        Self { table: HashTable::new(), arena: Vec::new(), offsets: vec![0], hashes: Vec::new() }
+        Self {
+            table: HashTable::new(),
+            arena: Vec::new(),
+            offsets: vec![0],
+            hashes: Vec::new(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -136,7 +151,9 @@ impl KeyInterner {
     pub fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
         let (arena, offsets) = (&self.arena, &self.offsets);
         self.table
-            .find(hash, |&id| &arena[offsets[id as usize]..offsets[id as usize + 1]] == key)
+            .find(hash, |&id| {
+                &arena[offsets[id as usize]..offsets[id as usize + 1]] == key
+            })
             .copied()
     }
 
@@ -163,14 +180,26 @@ mod tests {
 
     #[test]
     fn equal_rows_get_equal_keys_and_nulls_are_tagged() {
-        let a = Column::Float64(PrimitiveColumn::from_options([Some(0.0), Some(-0.0), None, Some(f64::NAN)]));
-        let b = Column::Utf8(Utf8Column::from_strs([Some("x"), Some("x"), Some("x"), None]));
+        let a = Column::Float64(PrimitiveColumn::from_options([
+            Some(0.0),
+            Some(-0.0),
+            None,
+            Some(f64::NAN),
+        ]));
+        let b = Column::Utf8(Utf8Column::from_strs([
+            Some("x"),
+            Some("x"),
+            Some("x"),
+            None,
+        ]));
         let k = RowKeys::encode(&[a, b], 4);
         assert_eq!(k.key(0), k.key(1));
         assert_ne!(k.key(0), k.key(2));
         assert_eq!(k.has_null, vec![false, false, true, true]);
         let mut t = KeyInterner::new();
-        let ids: Vec<u32> = (0..4).map(|i| t.intern(k.key(i), hash_key(k.key(i))).0).collect();
+        let ids: Vec<u32> = (0..4)
+            .map(|i| t.intern(k.key(i), hash_key(k.key(i))).0)
+            .collect();
         assert_eq!(ids, vec![0, 0, 1, 2]);
     }
 }

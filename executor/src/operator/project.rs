@@ -17,7 +17,15 @@ impl Operator for ProjectOp {
     }
 
     fn execute(&self, batch: Batch) -> ExecResult<Batch> {
-        let columns = self.exprs.iter().map(|e| e.evaluate(&batch)).collect::<ExecResult<Vec<_>>>()?;
-        Ok(Batch::try_new(self.schema.clone(), columns, batch.num_rows())?)
+        let columns = self
+            .exprs
+            .iter()
+            .map(|e| e.evaluate(&batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        Ok(Batch::try_new(
+            self.schema.clone(),
+            columns,
+            batch.num_rows(),
+        )?)
     }
 }

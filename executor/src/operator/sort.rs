@@ -44,7 +44,11 @@ impl Sink for SortSink {
         let batches: Vec<Batch> = partials.into_iter().flatten().collect();
         let all = Batch::concat(self.schema.clone(), &batches)?;
         let n = all.num_rows();
-        let keys = self.keys.iter().map(|k| k.expr.evaluate(&all)).collect::<ExecResult<Vec<_>>>()?;
+        let keys = self
+            .keys
+            .iter()
+            .map(|k| k.expr.evaluate(&all))
+            .collect::<ExecResult<Vec<_>>>()?;
         let mut perm: Vec<u32> = (0..n as u32).collect();
         perm.sort_by(|&a, &b| {
             let (a, b) = (a as usize, b as usize);
@@ -59,8 +63,20 @@ impl Sink for SortSink {
                         }
                     }
                     (false, false) => Ordering::Equal,
-                    (false, true) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
-                    (true, false) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
+                    (false, true) => {
+                        if k.nulls_first {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        }
+                    }
+                    (true, false) => {
+                        if k.nulls_first {
+                            Ordering::Greater
+                        } else {
+                            Ordering::Less
+                        }
+                    }
                 };
                 if ord != Ordering::Equal {
                     return ord;

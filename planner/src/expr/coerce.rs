@@ -31,7 +31,11 @@ fn common_type(l: DataType, r: DataType) -> Option<DataType> {
     match (l, r) {
         (Null, t) | (t, Null) => Some(t),
         (a, b) if numeric_rank(a).is_some() && numeric_rank(b).is_some() => {
-            Some(if numeric_rank(a) > numeric_rank(b) { a } else { b })
+            Some(if numeric_rank(a) > numeric_rank(b) {
+                a
+            } else {
+                b
+            })
         }
         (Date32, Timestamp) | (Timestamp, Date32) => Some(Timestamp),
         // A string meets a typed value: the string is read as that type (DuckDB does too).
@@ -47,8 +51,13 @@ fn cast(e: Expr, from: DataType, to: DataType) -> PlanResult<Expr> {
     }
     match e {
         Expr::Literal(v) if !v.is_null() => Ok(Expr::Literal(v.cast_to(to)?)),
-        Expr::Cast { expr, to: _ } if matches!(*expr, Expr::Literal(ScalarValue::Null)) => Ok(Expr::Cast { expr, to }),
-        e => Ok(Expr::Cast { expr: Box::new(e), to }),
+        Expr::Cast { expr, to: _ } if matches!(*expr, Expr::Literal(ScalarValue::Null)) => {
+            Ok(Expr::Cast { expr, to })
+        }
+        e => Ok(Expr::Cast {
+            expr: Box::new(e),
+            to,
+        }),
     }
 }
 
@@ -63,13 +72,19 @@ fn boolean(e: Expr, schema: &PlanSchema, what: &str) -> PlanResult<Expr> {
     match t {
         DataType::Boolean => Ok(e),
         DataType::Null => cast(e, t, DataType::Boolean),
-        other => Err(PlanError::mismatch(format!("{what} expects BOOLEAN, got {} ({e})", other.sql_name()))),
+        other => Err(PlanError::mismatch(format!(
+            "{what} expects BOOLEAN, got {} ({e})",
+            other.sql_name()
+        ))),
     }
 }
 
 /// Brings every expression in `items` to one common type.
 fn unify(items: Vec<Expr>, schema: &PlanSchema, what: &str) -> PlanResult<(Vec<Expr>, DataType)> {
-    let typed_items = items.into_iter().map(|e| typed(e, schema)).collect::<PlanResult<Vec<_>>>()?;
+    let typed_items = items
+        .into_iter()
+        .map(|e| typed(e, schema))
+        .collect::<PlanResult<Vec<_>>>()?;
     // Prefer a non-string type so that string literals are read as it.
     let mut target = DataType::Null;
     for (_, t) in &typed_items {
@@ -80,7 +95,10 @@ fn unify(items: Vec<Expr>, schema: &PlanSchema, what: &str) -> PlanResult<(Vec<E
         };
         target = next.ok_or_else(|| PlanError::cannot_apply(what, target, *t))?;
     }
-    let out = typed_items.into_iter().map(|(e, t)| cast(e, t, target)).collect::<PlanResult<Vec<_>>>()?;
+    let out = typed_items
+        .into_iter()
+        .map(|(e, t)| cast(e, t, target))
+        .collect::<PlanResult<Vec<_>>>()?;
     Ok((out, target))
 }
 
@@ -107,13 +125,19 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             Expr::Column(c)
         }
         e @ Expr::Literal(_) => e,
-        Expr::Alias { expr, name } => Expr::Alias { expr: Box::new(coerce(*expr, schema)?), name },
+        Expr::Alias { expr, name } => Expr::Alias {
+            expr: Box::new(coerce(*expr, schema)?),
+            name,
+        },
         Expr::Binary { left, op, right } => coerce_binary(*left, op, *right, schema)?,
         Expr::Not(e) => Expr::Not(Box::new(boolean(*e, schema, "NOT")?)),
         Expr::Negative(e) => {
             let (e, t) = typed(*e, schema)?;
             if !t.is_numeric() {
-                return Err(PlanError::mismatch(format!("cannot negate {} ({e})", t.sql_name())));
+                return Err(PlanError::mismatch(format!(
+                    "cannot negate {} ({e})",
+                    t.sql_name()
+                )));
             }
             Expr::Negative(Box::new(e))
         }
@@ -122,11 +146,19 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
         Expr::Cast { expr, to } => {
             let (e, t) = typed(*expr, schema)?;
             match e {
-                Expr::Literal(ScalarValue::Null) => Expr::Cast { expr: Box::new(e), to },
+                Expr::Literal(ScalarValue::Null) => Expr::Cast {
+                    expr: Box::new(e),
+                    to,
+                },
                 e => cast(e, t, to)?,
             }
         }
-        Expr::Between { expr, low, high, negated } => {
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated,
+        } => {
             let range = (*expr.clone()).gt_eq(*low).and((*expr).lt_eq(*high));
             let range = coerce(range, schema)?;
             if negated {
@@ -135,7 +167,11 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
                 range
             }
         }
-        Expr::Case { operand, branches, otherwise } => {
+        Expr::Case {
+            operand,
+            branches,
+            otherwise,
+        } => {
             let mut whens = Vec::with_capacity(branches.len());
             let mut thens = Vec::with_capacity(branches.len() + 1);
             for (w, t) in branches {
@@ -149,17 +185,38 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             let has_else = otherwise.is_some();
             thens.extend(otherwise.map(|e| *e));
             let (mut thens, _) = unify(thens, schema, "CASE")?;
-            let otherwise = if has_else { thens.pop().map(Box::new) } else { None };
-            Expr::Case { operand: None, branches: whens.into_iter().zip(thens).collect(), otherwise }
+            let otherwise = if has_else {
+                thens.pop().map(Box::new)
+            } else {
+                None
+            };
+            Expr::Case {
+                operand: None,
+                branches: whens.into_iter().zip(thens).collect(),
+                otherwise,
+            }
         }
-        Expr::InList { expr, list, negated } => {
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
             let mut items = vec![*expr];
             items.extend(list);
             let (mut items, _) = unify(items, schema, "IN")?;
             let expr = items.remove(0);
-            Expr::InList { expr: Box::new(expr), list: items, negated }
+            Expr::InList {
+                expr: Box::new(expr),
+                list: items,
+                negated,
+            }
         }
-        Expr::Like { expr, pattern, negated, case_insensitive } => {
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => {
             let (e, t) = typed(*expr, schema)?;
             let (p, pt) = typed(*pattern, schema)?;
             Expr::Like {
@@ -170,23 +227,39 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             }
         }
         Expr::Function { func, args } => coerce_function(func, args, schema)?,
-        Expr::Aggregate { func, args, distinct } => {
+        Expr::Aggregate {
+            func,
+            args,
+            distinct,
+        } => {
             let mut out = Vec::with_capacity(args.len());
             for a in args {
                 let (a, t) = typed(a, schema)?;
                 if a.contains_aggregate() {
-                    return Err(PlanError::Invalid(format!("aggregate calls cannot be nested: {a}")));
+                    return Err(PlanError::Invalid(format!(
+                        "aggregate calls cannot be nested: {a}"
+                    )));
                 }
                 let a = match func {
-                    AggFunc::Sum | AggFunc::Avg if t == DataType::Int32 => cast(a, t, DataType::Int64)?,
+                    AggFunc::Sum | AggFunc::Avg if t == DataType::Int32 => {
+                        cast(a, t, DataType::Int64)?
+                    }
                     AggFunc::Sum | AggFunc::Avg if !t.is_numeric() => {
-                        return Err(PlanError::mismatch(format!("{}() expects a number, got {} ({a})", func.name(), t.sql_name())));
+                        return Err(PlanError::mismatch(format!(
+                            "{}() expects a number, got {} ({a})",
+                            func.name(),
+                            t.sql_name()
+                        )));
                     }
                     _ => a,
                 };
                 out.push(a);
             }
-            Expr::Aggregate { func, args: out, distinct }
+            Expr::Aggregate {
+                func,
+                args: out,
+                distinct,
+            }
         }
     })
 }
@@ -196,11 +269,21 @@ fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> 
     if matches!(op, And | Or) {
         let l = boolean(left, schema, op.symbol())?;
         let r = boolean(right, schema, op.symbol())?;
-        return Ok(Expr::Binary { left: Box::new(l), op, right: Box::new(r) });
+        return Ok(Expr::Binary {
+            left: Box::new(l),
+            op,
+            right: Box::new(r),
+        });
     }
     let (l, lt) = typed(left, schema)?;
     let (r, rt) = typed(right, schema)?;
-    let bin = |l, r| Ok(Expr::Binary { left: Box::new(l), op, right: Box::new(r) });
+    let bin = |l, r| {
+        Ok(Expr::Binary {
+            left: Box::new(l),
+            op,
+            right: Box::new(r),
+        })
+    };
     if op == Concat {
         return bin(cast(l, lt, DataType::Utf8)?, cast(r, rt, DataType::Utf8)?);
     }
@@ -208,8 +291,12 @@ fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> 
         // A DATE compared with a TIMESTAMP literal at midnight compares as dates: the same
         // answer for every operator, without casting the column row by row.
         let midnight = |e: &Expr| match e {
-            Expr::Literal(ScalarValue::Timestamp(t)) if t.rem_euclid(temporal::MICROS_PER_DAY) == 0 => {
-                Some(Expr::Literal(ScalarValue::Date32(t.div_euclid(temporal::MICROS_PER_DAY) as i32)))
+            Expr::Literal(ScalarValue::Timestamp(t))
+                if t.rem_euclid(temporal::MICROS_PER_DAY) == 0 =>
+            {
+                Some(Expr::Literal(ScalarValue::Date32(
+                    t.div_euclid(temporal::MICROS_PER_DAY) as i32,
+                )))
             }
             _ => None,
         };
@@ -230,7 +317,11 @@ fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> 
     match (lt, op, rt) {
         (DataType::Date32, Plus | Minus, t) if t.is_integer() => {
             let n = cast(r, rt, DataType::Int64)?;
-            let n = if op == Minus { coerce(Expr::Negative(Box::new(n)), schema)? } else { n };
+            let n = if op == Minus {
+                coerce(Expr::Negative(Box::new(n)), schema)?
+            } else {
+                n
+            };
             let n = fold_negation(n);
             return coerce_function(ScalarFunc::AddDays, vec![l, n], schema);
         }
@@ -255,7 +346,9 @@ fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> 
 fn fold_negation(e: Expr) -> Expr {
     match e {
         Expr::Negative(inner) => match *inner {
-            Expr::Literal(ScalarValue::Int64(v)) if v != i64::MIN => Expr::Literal(ScalarValue::Int64(-v)),
+            Expr::Literal(ScalarValue::Int64(v)) if v != i64::MIN => {
+                Expr::Literal(ScalarValue::Int64(-v))
+            }
             other => Expr::Negative(Box::new(other)),
         },
         e => e,
@@ -264,20 +357,39 @@ fn fold_negation(e: Expr) -> Expr {
 
 fn expect_args<T>(func: ScalarFunc, args: &[T], min: usize, max: usize) -> PlanResult<()> {
     if args.len() < min || args.len() > max {
-        let want = if min == max { format!("{min}") } else { format!("{min} to {max}") };
-        return Err(PlanError::Invalid(format!("{}() takes {want} arguments, got {}", func.name(), args.len())));
+        let want = if min == max {
+            format!("{min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err(PlanError::Invalid(format!(
+            "{}() takes {want} arguments, got {}",
+            func.name(),
+            args.len()
+        )));
     }
     Ok(())
 }
 
 fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> PlanResult<Expr> {
     use ScalarFunc::*;
-    let typed_args = args.into_iter().map(|a| typed(a, schema)).collect::<PlanResult<Vec<_>>>()?;
+    let typed_args = args
+        .into_iter()
+        .map(|a| typed(a, schema))
+        .collect::<PlanResult<Vec<_>>>()?;
     let want = |(e, t): (Expr, DataType), to: DataType| -> PlanResult<Expr> {
-        let ok = t == to || t == DataType::Null || (to == DataType::Float64 && t.is_numeric())
-            || (to == DataType::Int64 && t.is_integer()) || to == DataType::Utf8 || t == DataType::Utf8;
+        let ok = t == to
+            || t == DataType::Null
+            || (to == DataType::Float64 && t.is_numeric())
+            || (to == DataType::Int64 && t.is_integer())
+            || to == DataType::Utf8
+            || t == DataType::Utf8;
         if !ok {
-            return Err(PlanError::mismatch(format!("{}() cannot take {} ({e})", func.name(), t.sql_name())));
+            return Err(PlanError::mismatch(format!(
+                "{}() cannot take {} ({e})",
+                func.name(),
+                t.sql_name()
+            )));
         }
         cast(e, t, to)
     };
@@ -287,7 +399,11 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
             let mut it = typed_args.into_iter();
             let (x, t) = it.next().expect("checked");
             if !t.is_numeric() {
-                return Err(PlanError::mismatch(format!("{}() expects a number, got {} ({x})", func.name(), t.sql_name())));
+                return Err(PlanError::mismatch(format!(
+                    "{}() expects a number, got {} ({x})",
+                    func.name(),
+                    t.sql_name()
+                )));
             }
             let mut v = vec![x];
             for a in it {
@@ -297,11 +413,17 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
         }
         Sqrt => {
             expect_args(func, &typed_args, 1, 1)?;
-            typed_args.into_iter().map(|a| want(a, DataType::Float64)).collect::<PlanResult<_>>()?
+            typed_args
+                .into_iter()
+                .map(|a| want(a, DataType::Float64))
+                .collect::<PlanResult<_>>()?
         }
         Lower | Upper | Length | Trim => {
             expect_args(func, &typed_args, 1, 1)?;
-            typed_args.into_iter().map(|a| want(a, DataType::Utf8)).collect::<PlanResult<_>>()?
+            typed_args
+                .into_iter()
+                .map(|a| want(a, DataType::Utf8))
+                .collect::<PlanResult<_>>()?
         }
         Substring => {
             expect_args(func, &typed_args, 2, 3)?;
@@ -314,9 +436,16 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
         }
         Coalesce => {
             if typed_args.is_empty() {
-                return Err(PlanError::Invalid("coalesce() needs at least one argument".into()));
+                return Err(PlanError::Invalid(
+                    "coalesce() needs at least one argument".into(),
+                ));
             }
-            unify(typed_args.into_iter().map(|(e, _)| e).collect(), schema, "coalesce")?.0
+            unify(
+                typed_args.into_iter().map(|(e, _)| e).collect(),
+                schema,
+                "coalesce",
+            )?
+            .0
         }
         Extract(_) => {
             expect_args(func, &typed_args, 1, 1)?;
@@ -325,7 +454,10 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
                 DataType::Date32 | DataType::Timestamp => e,
                 DataType::Utf8 | DataType::Null => cast(e, t, DataType::Date32)?,
                 other => {
-                    return Err(PlanError::mismatch(format!("extract() expects a DATE or TIMESTAMP, got {} ({e})", other.sql_name())));
+                    return Err(PlanError::mismatch(format!(
+                        "extract() expects a DATE or TIMESTAMP, got {} ({e})",
+                        other.sql_name()
+                    )));
                 }
             };
             vec![e]
@@ -335,9 +467,15 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
             let mut it = typed_args.into_iter();
             let (d, dt) = it.next().expect("checked");
             if !matches!(dt, DataType::Date32 | DataType::Utf8 | DataType::Null) {
-                return Err(PlanError::mismatch(format!("interval arithmetic expects a DATE, got {} ({d})", dt.sql_name())));
+                return Err(PlanError::mismatch(format!(
+                    "interval arithmetic expects a DATE, got {} ({d})",
+                    dt.sql_name()
+                )));
             }
-            vec![cast(d, dt, DataType::Date32)?, want(it.next().expect("checked"), DataType::Int64)?]
+            vec![
+                cast(d, dt, DataType::Date32)?,
+                want(it.next().expect("checked"), DataType::Int64)?,
+            ]
         }
     };
     if matches!(func, AddDays | AddMonths) {
@@ -365,24 +503,40 @@ impl Expr {
                     common_type(l, r).unwrap_or(l)
                 }
             },
-            Expr::Not(_) | Expr::IsNull(_) | Expr::IsNotNull(_) | Expr::InList { .. } | Expr::Between { .. } | Expr::Like { .. } => {
-                DataType::Boolean
-            }
+            Expr::Not(_)
+            | Expr::IsNull(_)
+            | Expr::IsNotNull(_)
+            | Expr::InList { .. }
+            | Expr::Between { .. }
+            | Expr::Like { .. } => DataType::Boolean,
             Expr::Negative(e) => e.data_type(schema)?,
             Expr::Cast { to, .. } => *to,
-            Expr::Case { branches, otherwise, .. } => {
+            Expr::Case {
+                branches,
+                otherwise,
+                ..
+            } => {
                 let mut t = DataType::Null;
-                for e in branches.iter().map(|(_, t)| t).chain(otherwise.iter().map(|b| b.as_ref())) {
+                for e in branches
+                    .iter()
+                    .map(|(_, t)| t)
+                    .chain(otherwise.iter().map(|b| b.as_ref()))
+                {
                     t = common_type(t, e.data_type(schema)?).unwrap_or(t);
                 }
                 t
             }
             Expr::Function { func, args } => match func {
-                ScalarFunc::Abs | ScalarFunc::Round | ScalarFunc::Floor | ScalarFunc::Ceil | ScalarFunc::Coalesce => {
-                    args[0].data_type(schema)?
-                }
+                ScalarFunc::Abs
+                | ScalarFunc::Round
+                | ScalarFunc::Floor
+                | ScalarFunc::Ceil
+                | ScalarFunc::Coalesce => args[0].data_type(schema)?,
                 ScalarFunc::Sqrt => DataType::Float64,
-                ScalarFunc::Lower | ScalarFunc::Upper | ScalarFunc::Trim | ScalarFunc::Substring => DataType::Utf8,
+                ScalarFunc::Lower
+                | ScalarFunc::Upper
+                | ScalarFunc::Trim
+                | ScalarFunc::Substring => DataType::Utf8,
                 ScalarFunc::Length | ScalarFunc::Extract(_) => DataType::Int64,
                 ScalarFunc::AddDays | ScalarFunc::AddMonths => DataType::Date32,
             },
@@ -401,14 +555,24 @@ impl Expr {
     /// Whether this expression can produce NULL (conservative: true unless provably not).
     pub fn nullable(&self, schema: &PlanSchema) -> bool {
         match self {
-            Expr::Column(c) => schema.index_of(c).map_or(true, |i| schema.field(i).nullable),
+            Expr::Column(c) => schema
+                .index_of(c)
+                .map_or(true, |i| schema.field(i).nullable),
             Expr::Literal(v) => v.is_null(),
             Expr::IsNull(_) | Expr::IsNotNull(_) => false,
-            Expr::Aggregate { func: AggFunc::Count | AggFunc::CountStar, .. } => false,
-            Expr::Alias { expr, .. } | Expr::Not(expr) | Expr::Negative(expr) | Expr::Cast { expr, .. } => expr.nullable(schema),
+            Expr::Aggregate {
+                func: AggFunc::Count | AggFunc::CountStar,
+                ..
+            } => false,
+            Expr::Alias { expr, .. }
+            | Expr::Not(expr)
+            | Expr::Negative(expr)
+            | Expr::Cast { expr, .. } => expr.nullable(schema),
             Expr::Binary { left, op, right } => {
-                matches!(op, BinaryOp::Divide | BinaryOp::IntDivide | BinaryOp::Modulo)
-                    || left.nullable(schema)
+                matches!(
+                    op,
+                    BinaryOp::Divide | BinaryOp::IntDivide | BinaryOp::Modulo
+                ) || left.nullable(schema)
                     || right.nullable(schema)
             }
             _ => true,
@@ -450,8 +614,14 @@ mod tests {
     #[test]
     fn reports_bad_types_and_columns() {
         let s = schema();
-        assert!(coerce(col("d") + col("f"), &s).unwrap_err().to_string().contains("cannot apply + to DATE and DOUBLE"));
-        assert!(coerce(col("i").and(col("l")), &s).unwrap_err().to_string().contains("AND expects BOOLEAN"));
+        assert!(coerce(col("d") + col("f"), &s)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot apply + to DATE and DOUBLE"));
+        assert!(coerce(col("i").and(col("l")), &s)
+            .unwrap_err()
+            .to_string()
+            .contains("AND expects BOOLEAN"));
         assert!(coerce(col("d").lt(lit("not a date")), &s).is_err());
         let e = coerce(col("ff"), &s).unwrap_err().to_string();
         assert!(e.contains("did you mean f?"), "{e}");

@@ -32,7 +32,10 @@ struct Operand<'a>(&'a Expr);
 impl fmt::Display for Operand<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            e @ (Expr::Binary { .. } | Expr::Between { .. } | Expr::Like { .. } | Expr::InList { .. }) => {
+            e @ (Expr::Binary { .. }
+            | Expr::Between { .. }
+            | Expr::Like { .. }
+            | Expr::InList { .. }) => {
                 write!(f, "({e})")
             }
             e => write!(f, "{e}"),
@@ -55,13 +58,19 @@ impl fmt::Display for Expr {
         match self {
             Expr::Column(c) => write!(f, "{c}"),
             Expr::Literal(v) => literal(f, v),
-            Expr::Binary { left, op, right } => write!(f, "{} {} {}", Operand(left), op.symbol(), Operand(right)),
+            Expr::Binary { left, op, right } => {
+                write!(f, "{} {} {}", Operand(left), op.symbol(), Operand(right))
+            }
             Expr::Not(e) => write!(f, "NOT {}", Operand(e)),
             Expr::Negative(e) => write!(f, "-{}", Operand(e)),
             Expr::IsNull(e) => write!(f, "{} IS NULL", Operand(e)),
             Expr::IsNotNull(e) => write!(f, "{} IS NOT NULL", Operand(e)),
             Expr::Cast { expr, to } => write!(f, "CAST({expr} AS {})", to.sql_name()),
-            Expr::Case { operand, branches, otherwise } => {
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
                 f.write_str("CASE")?;
                 if let Some(o) = operand {
                     write!(f, " {o}")?;
@@ -74,12 +83,26 @@ impl fmt::Display for Expr {
                 }
                 f.write_str(" END")
             }
-            Expr::InList { expr, list: items, negated } => {
-                write!(f, "{} {}IN (", Operand(expr), if *negated { "NOT " } else { "" })?;
+            Expr::InList {
+                expr,
+                list: items,
+                negated,
+            } => {
+                write!(
+                    f,
+                    "{} {}IN (",
+                    Operand(expr),
+                    if *negated { "NOT " } else { "" }
+                )?;
                 list(f, items)?;
                 f.write_str(")")
             }
-            Expr::Between { expr, low, high, negated } => write!(
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+            } => write!(
                 f,
                 "{} {}BETWEEN {} AND {}",
                 Operand(expr),
@@ -87,7 +110,12 @@ impl fmt::Display for Expr {
                 Operand(low),
                 Operand(high)
             ),
-            Expr::Like { expr, pattern, negated, case_insensitive } => write!(
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => write!(
                 f,
                 "{} {}{} {}",
                 Operand(expr),
@@ -100,7 +128,11 @@ impl fmt::Display for Expr {
                 list(f, args)?;
                 f.write_str(")")
             }
-            Expr::Aggregate { func, args, distinct } => {
+            Expr::Aggregate {
+                func,
+                args,
+                distinct,
+            } => {
                 write!(f, "{}(", func.name())?;
                 if *distinct {
                     f.write_str("DISTINCT ")?;
@@ -123,7 +155,11 @@ impl fmt::Display for SortExpr {
             "{} {} {}",
             self.expr,
             if self.asc { "ASC" } else { "DESC" },
-            if self.nulls_first { "NULLS FIRST" } else { "NULLS LAST" }
+            if self.nulls_first {
+                "NULLS FIRST"
+            } else {
+                "NULLS LAST"
+            }
         )
     }
 }

@@ -21,11 +21,17 @@ pub struct ColumnRef {
 
 impl ColumnRef {
     pub fn new(name: impl Into<String>) -> Self {
-        Self { relation: None, name: name.into() }
+        Self {
+            relation: None,
+            name: name.into(),
+        }
     }
 
     pub fn qualified(relation: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { relation: Some(relation.into()), name: name.into() }
+        Self {
+            relation: Some(relation.into()),
+            name: name.into(),
+        }
     }
 }
 
@@ -53,13 +59,26 @@ pub enum BinaryOp {
 
 impl BinaryOp {
     pub fn is_comparison(self) -> bool {
-        matches!(self, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
+        matches!(
+            self,
+            BinaryOp::Eq
+                | BinaryOp::NotEq
+                | BinaryOp::Lt
+                | BinaryOp::LtEq
+                | BinaryOp::Gt
+                | BinaryOp::GtEq
+        )
     }
 
     pub fn is_arithmetic(self) -> bool {
         matches!(
             self,
-            BinaryOp::Plus | BinaryOp::Minus | BinaryOp::Multiply | BinaryOp::Divide | BinaryOp::IntDivide | BinaryOp::Modulo
+            BinaryOp::Plus
+                | BinaryOp::Minus
+                | BinaryOp::Multiply
+                | BinaryOp::Divide
+                | BinaryOp::IntDivide
+                | BinaryOp::Modulo
         )
     }
 
@@ -165,20 +184,55 @@ impl AggFunc {
 pub enum Expr {
     Column(ColumnRef),
     Literal(ScalarValue),
-    Binary { left: Box<Expr>, op: BinaryOp, right: Box<Expr> },
+    Binary {
+        left: Box<Expr>,
+        op: BinaryOp,
+        right: Box<Expr>,
+    },
     Not(Box<Expr>),
     Negative(Box<Expr>),
     IsNull(Box<Expr>),
     IsNotNull(Box<Expr>),
-    Cast { expr: Box<Expr>, to: DataType },
+    Cast {
+        expr: Box<Expr>,
+        to: DataType,
+    },
     /// `CASE [operand] WHEN .. THEN .. [ELSE ..] END`.
-    Case { operand: Option<Box<Expr>>, branches: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
-    Function { func: ScalarFunc, args: Vec<Expr> },
-    Aggregate { func: AggFunc, args: Vec<Expr>, distinct: bool },
-    Alias { expr: Box<Expr>, name: String },
+    Case {
+        operand: Option<Box<Expr>>,
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Function {
+        func: ScalarFunc,
+        args: Vec<Expr>,
+    },
+    Aggregate {
+        func: AggFunc,
+        args: Vec<Expr>,
+        distinct: bool,
+    },
+    Alias {
+        expr: Box<Expr>,
+        name: String,
+    },
 }
 
 /// A sort key: expression, direction and null placement.
@@ -199,7 +253,9 @@ impl From<Expr> for SortExpr {
 /// A column by name (`"t.a"` is split into relation `t` and name `a`).
 pub fn col(name: &str) -> Expr {
     match name.split_once('.') {
-        Some((rel, n)) if !rel.is_empty() && !n.is_empty() => Expr::Column(ColumnRef::qualified(rel, n)),
+        Some((rel, n)) if !rel.is_empty() && !n.is_empty() => {
+            Expr::Column(ColumnRef::qualified(rel, n))
+        }
         _ => Expr::Column(ColumnRef::new(name)),
     }
 }
@@ -211,7 +267,8 @@ pub fn lit(v: impl Into<ScalarValue2>) -> Expr {
 
 /// A DATE literal; panics on malformed text (use `Expr::Literal` with a parsed value otherwise).
 pub fn lit_date(s: &str) -> Expr {
-    let days = temporal::parse_date(s.as_bytes()).unwrap_or_else(|| panic!("invalid date literal {s:?}"));
+    let days =
+        temporal::parse_date(s.as_bytes()).unwrap_or_else(|| panic!("invalid date literal {s:?}"));
     Expr::Literal(ScalarValue::Date32(days))
 }
 
@@ -237,7 +294,11 @@ lit_from!(ScalarValue, v => v);
 
 impl Expr {
     fn binary(self, op: BinaryOp, other: Expr) -> Expr {
-        Expr::Binary { left: Box::new(self), op, right: Box::new(other) }
+        Expr::Binary {
+            left: Box::new(self),
+            op,
+            right: Box::new(other),
+        }
     }
 
     pub fn eq(self, other: Expr) -> Expr {
@@ -265,7 +326,12 @@ impl Expr {
         self.binary(BinaryOp::Or, other)
     }
     pub fn between(self, low: Expr, high: Expr) -> Expr {
-        Expr::Between { expr: Box::new(self), low: Box::new(low), high: Box::new(high), negated: false }
+        Expr::Between {
+            expr: Box::new(self),
+            low: Box::new(low),
+            high: Box::new(high),
+            negated: false,
+        }
     }
     pub fn is_null(self) -> Expr {
         Expr::IsNull(Box::new(self))
@@ -274,14 +340,24 @@ impl Expr {
         Expr::IsNotNull(Box::new(self))
     }
     pub fn cast(self, to: DataType) -> Expr {
-        Expr::Cast { expr: Box::new(self), to }
+        Expr::Cast {
+            expr: Box::new(self),
+            to,
+        }
     }
     pub fn alias(self, name: impl Into<String>) -> Expr {
-        Expr::Alias { expr: Box::new(self.unalias()), name: name.into() }
+        Expr::Alias {
+            expr: Box::new(self.unalias()),
+            name: name.into(),
+        }
     }
 
     fn agg(self, func: AggFunc) -> Expr {
-        Expr::Aggregate { func, args: vec![self], distinct: false }
+        Expr::Aggregate {
+            func,
+            args: vec![self],
+            distinct: false,
+        }
     }
     pub fn sum(self) -> Expr {
         self.agg(AggFunc::Sum)
@@ -300,11 +376,19 @@ impl Expr {
     }
     /// `count(*)`.
     pub fn count_star() -> Expr {
-        Expr::Aggregate { func: AggFunc::CountStar, args: vec![], distinct: false }
+        Expr::Aggregate {
+            func: AggFunc::CountStar,
+            args: vec![],
+            distinct: false,
+        }
     }
 
     pub fn sort(self, asc: bool, nulls_first: bool) -> SortExpr {
-        SortExpr { expr: self, asc, nulls_first }
+        SortExpr {
+            expr: self,
+            asc,
+            nulls_first,
+        }
     }
 
     /// Ascending, NULLs last (DuckDB's default order).

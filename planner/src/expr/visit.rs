@@ -10,7 +10,11 @@ impl Expr {
             Expr::Binary { left, right, .. } => vec![left, right],
             Expr::Not(e) | Expr::Negative(e) | Expr::IsNull(e) | Expr::IsNotNull(e) => vec![e],
             Expr::Cast { expr, .. } | Expr::Alias { expr, .. } => vec![expr],
-            Expr::Case { operand, branches, otherwise } => {
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
                 let mut v: Vec<&Expr> = operand.iter().map(|b| b.as_ref()).collect();
                 for (w, t) in branches {
                     v.push(w);
@@ -20,7 +24,9 @@ impl Expr {
                 v
             }
             Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list).collect(),
-            Expr::Between { expr, low, high, .. } => vec![expr, low, high],
+            Expr::Between {
+                expr, low, high, ..
+            } => vec![expr, low, high],
             Expr::Like { expr, pattern, .. } => vec![expr, pattern],
             Expr::Function { args, .. } | Expr::Aggregate { args, .. } => args.iter().collect(),
         }
@@ -59,35 +65,90 @@ impl Expr {
         match self {
             Expr::Binary { left, op, right } => {
                 let left = b(left);
-                Expr::Binary { left, op, right: b(right) }
+                Expr::Binary {
+                    left,
+                    op,
+                    right: b(right),
+                }
             }
             Expr::Not(e) => Expr::Not(b(e)),
             Expr::Negative(e) => Expr::Negative(b(e)),
             Expr::IsNull(e) => Expr::IsNull(b(e)),
             Expr::IsNotNull(e) => Expr::IsNotNull(b(e)),
             Expr::Cast { expr, to } => Expr::Cast { expr: b(expr), to },
-            Expr::Alias { expr, name } => Expr::Alias { expr: b(expr), name },
-            Expr::Case { operand, branches, otherwise } => {
+            Expr::Alias { expr, name } => Expr::Alias {
+                expr: b(expr),
+                name,
+            },
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
                 let operand = operand.map(&mut b);
-                let branches = branches.into_iter().map(|(w, t)| (*b(Box::new(w)), *b(Box::new(t)))).collect();
-                Expr::Case { operand, branches, otherwise: otherwise.map(&mut b) }
+                let branches = branches
+                    .into_iter()
+                    .map(|(w, t)| (*b(Box::new(w)), *b(Box::new(t))))
+                    .collect();
+                Expr::Case {
+                    operand,
+                    branches,
+                    otherwise: otherwise.map(&mut b),
+                }
             }
-            Expr::InList { expr, list, negated } => {
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let expr = b(expr);
-                Expr::InList { expr, list: list.into_iter().map(|e| *b(Box::new(e))).collect(), negated }
+                Expr::InList {
+                    expr,
+                    list: list.into_iter().map(|e| *b(Box::new(e))).collect(),
+                    negated,
+                }
             }
-            Expr::Between { expr, low, high, negated } => {
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+            } => {
                 let (expr, low, high) = (b(expr), b(low), b(high));
-                Expr::Between { expr, low, high, negated }
+                Expr::Between {
+                    expr,
+                    low,
+                    high,
+                    negated,
+                }
             }
-            Expr::Like { expr, pattern, negated, case_insensitive } => {
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => {
                 let expr = b(expr);
-                Expr::Like { expr, pattern: b(pattern), negated, case_insensitive }
+                Expr::Like {
+                    expr,
+                    pattern: b(pattern),
+                    negated,
+                    case_insensitive,
+                }
             }
-            Expr::Function { func, args } => Expr::Function { func, args: args.into_iter().map(|e| *b(Box::new(e))).collect() },
-            Expr::Aggregate { func, args, distinct } => {
-                Expr::Aggregate { func, args: args.into_iter().map(|e| *b(Box::new(e))).collect(), distinct }
-            }
+            Expr::Function { func, args } => Expr::Function {
+                func,
+                args: args.into_iter().map(|e| *b(Box::new(e))).collect(),
+            },
+            Expr::Aggregate {
+                func,
+                args,
+                distinct,
+            } => Expr::Aggregate {
+                func,
+                args: args.into_iter().map(|e| *b(Box::new(e))).collect(),
+                distinct,
+            },
             leaf @ (Expr::Column(_) | Expr::Literal(_)) => leaf,
         }
     }
@@ -109,7 +170,11 @@ impl Expr {
     /// Splits `a AND b AND c` into its conjuncts.
     pub fn split_conjunction(self) -> Vec<Expr> {
         match self {
-            Expr::Binary { left, op: super::BinaryOp::And, right } => {
+            Expr::Binary {
+                left,
+                op: super::BinaryOp::And,
+                right,
+            } => {
                 let mut v = left.split_conjunction();
                 v.extend(right.split_conjunction());
                 v

@@ -20,11 +20,17 @@ pub struct Transformed<T> {
 
 impl<T> Transformed<T> {
     pub fn yes(data: T) -> Self {
-        Self { data, changed: true }
+        Self {
+            data,
+            changed: true,
+        }
     }
 
     pub fn no(data: T) -> Self {
-        Self { data, changed: false }
+        Self {
+            data,
+            changed: false,
+        }
     }
 }
 
@@ -49,13 +55,19 @@ pub struct Optimizer {
 
 impl Default for Optimizer {
     fn default() -> Self {
-        Self { rules: vec![Box::new(PushDownFilter), Box::new(PushDownProjection)], max_passes: 8 }
+        Self {
+            rules: vec![Box::new(PushDownFilter), Box::new(PushDownProjection)],
+            max_passes: 8,
+        }
     }
 }
 
 impl Optimizer {
     pub fn with_rules(rules: Vec<Box<dyn OptimizerRule>>) -> Self {
-        Self { rules, max_passes: 8 }
+        Self {
+            rules,
+            max_passes: 8,
+        }
     }
 
     pub fn rule_names(&self) -> Vec<&'static str> {
@@ -63,7 +75,11 @@ impl Optimizer {
     }
 
     /// Runs the rules to a fixed point; `trace` collects every change.
-    pub fn optimize(&self, mut plan: LogicalPlan, mut trace: Option<&mut Vec<RuleTrace>>) -> PlanResult<LogicalPlan> {
+    pub fn optimize(
+        &self,
+        mut plan: LogicalPlan,
+        mut trace: Option<&mut Vec<RuleTrace>>,
+    ) -> PlanResult<LogicalPlan> {
         for pass in 0..self.max_passes {
             let mut changed_any = false;
             for rule in &self.rules {
@@ -73,7 +89,12 @@ impl Optimizer {
                 if t.changed {
                     changed_any = true;
                     if let Some(trace) = trace.as_deref_mut() {
-                        trace.push(RuleTrace { rule: rule.name(), pass, elapsed: start.elapsed(), plan: plan.to_string() });
+                        trace.push(RuleTrace {
+                            rule: rule.name(),
+                            pass,
+                            elapsed: start.elapsed(),
+                            plan: plan.to_string(),
+                        });
                     }
                 }
             }

@@ -18,7 +18,12 @@ fn output_field(e: &Expr, schema: &PlanSchema) -> PlanResult<PlanField> {
         Expr::Column(c) => schema.field(schema.index_of(c)?).relation.clone(),
         _ => None,
     };
-    Ok(PlanField::new(relation, e.output_name(), e.data_type(schema)?, e.nullable(schema)))
+    Ok(PlanField::new(
+        relation,
+        e.output_name(),
+        e.data_type(schema)?,
+        e.nullable(schema),
+    ))
 }
 
 impl PlanBuilder {
@@ -28,7 +33,9 @@ impl PlanBuilder {
 
     /// Scans `source`, naming its columns' relation `alias`.
     pub fn scan(table: impl Into<String>, alias: impl Into<String>, source: TableSource) -> Self {
-        Self { plan: LogicalPlan::Scan(Scan::new(table, alias, source)) }
+        Self {
+            plan: LogicalPlan::Scan(Scan::new(table, alias, source)),
+        }
     }
 
     /// Literal rows; every row must have the same column types.
@@ -39,26 +46,56 @@ impl PlanBuilder {
         let mut coerced = Vec::with_capacity(rows.len());
         for row in rows {
             if row.len() != width {
-                return Err(PlanError::Invalid(format!("VALUES rows must all have {width} columns")));
+                return Err(PlanError::Invalid(format!(
+                    "VALUES rows must all have {width} columns"
+                )));
             }
-            let row = row.into_iter().map(|e| coerce(e, &empty)).collect::<PlanResult<Vec<_>>>()?;
+            let row = row
+                .into_iter()
+                .map(|e| coerce(e, &empty))
+                .collect::<PlanResult<Vec<_>>>()?;
             for (t, e) in types.iter_mut().zip(&row) {
                 let et = e.data_type(&empty)?;
                 if *t == DataType::Null {
                     *t = et;
                 } else if et != *t && et != DataType::Null {
-                    return Err(PlanError::mismatch(format!("VALUES column has both {} and {}", t.sql_name(), et.sql_name())));
+                    return Err(PlanError::mismatch(format!(
+                        "VALUES column has both {} and {}",
+                        t.sql_name(),
+                        et.sql_name()
+                    )));
                 }
             }
             coerced.push(row);
         }
         let rows = coerced
             .into_iter()
-            .map(|row| row.into_iter().zip(&types).map(|(e, t)| Expr::Cast { expr: Box::new(e), to: resolved(*t) }).collect())
-            .map(|row: Vec<Expr>| row.into_iter().map(|e| coerce(e, &empty)).collect::<PlanResult<Vec<_>>>())
+            .map(|row| {
+                row.into_iter()
+                    .zip(&types)
+                    .map(|(e, t)| Expr::Cast {
+                        expr: Box::new(e),
+                        to: resolved(*t),
+                    })
+                    .collect()
+            })
+            .map(|row: Vec<Expr>| {
+                row.into_iter()
+                    .map(|e| coerce(e, &empty))
+                    .collect::<PlanResult<Vec<_>>>()
+            })
             .collect::<PlanResult<Vec<_>>>()?;
-        let fields = types.iter().enumerate().map(|(i, t)| PlanField::new(None, format!("col{i}"), resolved(*t), true)).collect();
-        Ok(Self { plan: LogicalPlan::Values { rows, schema: PlanSchema::new(fields) } })
+        let fields = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| PlanField::new(None, format!("col{i}"), resolved(*t), true))
+            .collect();
+        Ok(Self {
+            plan: LogicalPlan::Values {
+                rows,
+                schema: PlanSchema::new(fields),
+            },
+        })
     }
 
     pub fn schema(&self) -> &PlanSchema {
@@ -76,14 +113,24 @@ impl PlanBuilder {
     pub fn filter(self, predicate: Expr) -> PlanResult<Self> {
         let schema = self.plan.schema();
         if predicate.contains_aggregate() {
-            return Err(PlanError::Invalid(format!("aggregates are not allowed in a filter: {predicate}")));
+            return Err(PlanError::Invalid(format!(
+                "aggregates are not allowed in a filter: {predicate}"
+            )));
         }
         let predicate = coerce(predicate, schema)?;
         let t = predicate.data_type(schema)?;
         if t != DataType::Boolean && t != DataType::Null {
-            return Err(PlanError::mismatch(format!("filter must be BOOLEAN, got {} ({predicate})", t.sql_name())));
+            return Err(PlanError::mismatch(format!(
+                "filter must be BOOLEAN, got {} ({predicate})",
+                t.sql_name()
+            )));
         }
-        Ok(Self { plan: LogicalPlan::Filter { input: Box::new(self.plan), predicate } })
+        Ok(Self {
+            plan: LogicalPlan::Filter {
+                input: Box::new(self.plan),
+                predicate,
+            },
+        })
     }
 
     pub fn project(self, exprs: Vec<Expr>) -> PlanResult<Self> {
@@ -92,20 +139,35 @@ impl PlanBuilder {
             .into_iter()
             .map(|e| {
                 if e.contains_aggregate() {
-                    return Err(PlanError::Invalid(format!("aggregate {e} outside of an aggregation")));
+                    return Err(PlanError::Invalid(format!(
+                        "aggregate {e} outside of an aggregation"
+                    )));
                 }
                 let e = coerce(e, input)?;
                 Ok(match e.data_type(input)? {
                     DataType::Null => {
                         let name = e.output_name();
-                        Expr::Cast { expr: Box::new(e.unalias()), to: DataType::Int32 }.alias(name)
+                        Expr::Cast {
+                            expr: Box::new(e.unalias()),
+                            to: DataType::Int32,
+                        }
+                        .alias(name)
                     }
                     _ => e,
                 })
             })
             .collect::<PlanResult<Vec<_>>>()?;
-        let fields = exprs.iter().map(|e| output_field(e, input)).collect::<PlanResult<Vec<_>>>()?;
-        Ok(Self { plan: LogicalPlan::Projection { input: Box::new(self.plan), exprs, schema: PlanSchema::new(fields) } })
+        let fields = exprs
+            .iter()
+            .map(|e| output_field(e, input))
+            .collect::<PlanResult<Vec<_>>>()?;
+        Ok(Self {
+            plan: LogicalPlan::Projection {
+                input: Box::new(self.plan),
+                exprs,
+                schema: PlanSchema::new(fields),
+            },
+        })
     }
 
     /// Groups by `group` and computes `aggs` (each must be an aggregate call, maybe aliased).
@@ -115,7 +177,9 @@ impl PlanBuilder {
             .into_iter()
             .map(|e| {
                 if e.contains_aggregate() {
-                    return Err(PlanError::Invalid(format!("cannot group by an aggregate: {e}")));
+                    return Err(PlanError::Invalid(format!(
+                        "cannot group by an aggregate: {e}"
+                    )));
                 }
                 coerce(e, input)
             })
@@ -134,11 +198,24 @@ impl PlanBuilder {
             fields.push(output_field(e, input)?);
         }
         let schema = PlanSchema::new(fields);
-        Ok(Self { plan: LogicalPlan::Aggregate { input: Box::new(self.plan), group, aggs, schema } })
+        Ok(Self {
+            plan: LogicalPlan::Aggregate {
+                input: Box::new(self.plan),
+                group,
+                aggs,
+                schema,
+            },
+        })
     }
 
     /// Joins with `right` on equal pairs `on` (left expr, right expr) and a residual filter.
-    pub fn join(self, right: PlanBuilder, kind: JoinKind, on: Vec<(Expr, Expr)>, filter: Option<Expr>) -> PlanResult<Self> {
+    pub fn join(
+        self,
+        right: PlanBuilder,
+        kind: JoinKind,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+    ) -> PlanResult<Self> {
         let (ls, rs) = (self.plan.schema(), right.plan.schema());
         let mut keys = Vec::with_capacity(on.len());
         for (l, r) in on {
@@ -147,7 +224,11 @@ impl PlanBuilder {
             let (l, r) = match (lt, rt) {
                 (a, b) if a == b => (l, r),
                 (a, b) if a.is_numeric() && b.is_numeric() => {
-                    let t = if a == DataType::Float64 || b == DataType::Float64 { DataType::Float64 } else { DataType::Int64 };
+                    let t = if a == DataType::Float64 || b == DataType::Float64 {
+                        DataType::Float64
+                    } else {
+                        DataType::Int64
+                    };
                     (coerce(l.cast(t), ls)?, coerce(r.cast(t), rs)?)
                 }
                 _ => return Err(PlanError::cannot_apply("join =", lt, rt)),
@@ -157,23 +238,45 @@ impl PlanBuilder {
         let schema = ls.join(rs, kind == JoinKind::Left);
         let filter = filter.map(|f| coerce(f, &schema)).transpose()?;
         Ok(Self {
-            plan: LogicalPlan::Join { left: Box::new(self.plan), right: Box::new(right.plan), kind, on: keys, filter, schema },
+            plan: LogicalPlan::Join {
+                left: Box::new(self.plan),
+                right: Box::new(right.plan),
+                kind,
+                on: keys,
+                filter,
+                schema,
+            },
         })
     }
 
     /// Joins on an arbitrary condition: conjuncts of the form `left expr = right expr` become
     /// hash keys; the rest is a residual filter evaluated on matching pairs.
-    pub fn join_on(self, right: PlanBuilder, kind: JoinKind, condition: Option<Expr>) -> PlanResult<Self> {
+    pub fn join_on(
+        self,
+        right: PlanBuilder,
+        kind: JoinKind,
+        condition: Option<Expr>,
+    ) -> PlanResult<Self> {
         let (ls, rs) = (self.plan.schema(), right.plan.schema());
-        let over = |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && e.columns().iter().all(|c| s.has(c));
+        let over = |e: &Expr, s: &PlanSchema| {
+            !e.columns().is_empty() && e.columns().iter().all(|c| s.has(c))
+        };
         let mut keys = Vec::new();
         let mut rest = Vec::new();
         for c in condition.map(Expr::split_conjunction).unwrap_or_default() {
             match &c {
-                Expr::Binary { left, op: crate::expr::BinaryOp::Eq, right } if over(left, ls) && over(right, rs) => {
+                Expr::Binary {
+                    left,
+                    op: crate::expr::BinaryOp::Eq,
+                    right,
+                } if over(left, ls) && over(right, rs) => {
                     keys.push((*left.clone(), *right.clone()))
                 }
-                Expr::Binary { left, op: crate::expr::BinaryOp::Eq, right } if over(left, rs) && over(right, ls) => {
+                Expr::Binary {
+                    left,
+                    op: crate::expr::BinaryOp::Eq,
+                    right,
+                } if over(left, rs) && over(right, ls) => {
                     keys.push((*right.clone(), *left.clone()))
                 }
                 _ => rest.push(c),
@@ -183,12 +286,25 @@ impl PlanBuilder {
     }
 
     /// Joins on columns of the same name (`USING (a, b)`).
-    pub fn join_using(self, right: PlanBuilder, kind: JoinKind, names: &[&str]) -> PlanResult<Self> {
+    pub fn join_using(
+        self,
+        right: PlanBuilder,
+        kind: JoinKind,
+        names: &[&str],
+    ) -> PlanResult<Self> {
         let on = names
             .iter()
             .map(|n| {
-                let l = self.plan.schema().field(self.plan.schema().index_of(&ColumnRef::new(*n))?).column_ref();
-                let r = right.plan.schema().field(right.plan.schema().index_of(&ColumnRef::new(*n))?).column_ref();
+                let l = self
+                    .plan
+                    .schema()
+                    .field(self.plan.schema().index_of(&ColumnRef::new(*n))?)
+                    .column_ref();
+                let r = right
+                    .plan
+                    .schema()
+                    .field(right.plan.schema().index_of(&ColumnRef::new(*n))?)
+                    .column_ref();
                 Ok((Expr::Column(l), Expr::Column(r)))
             })
             .collect::<PlanResult<Vec<_>>>()?;
@@ -199,24 +315,48 @@ impl PlanBuilder {
         let schema = self.plan.schema();
         let keys = keys
             .into_iter()
-            .map(|k| Ok(SortExpr { expr: coerce(k.expr, schema)?, ..k }))
+            .map(|k| {
+                Ok(SortExpr {
+                    expr: coerce(k.expr, schema)?,
+                    ..k
+                })
+            })
             .collect::<PlanResult<Vec<_>>>()?;
-        Ok(Self { plan: LogicalPlan::Sort { input: Box::new(self.plan), keys } })
+        Ok(Self {
+            plan: LogicalPlan::Sort {
+                input: Box::new(self.plan),
+                keys,
+            },
+        })
     }
 
     pub fn limit(self, skip: usize, fetch: Option<usize>) -> Self {
-        Self { plan: LogicalPlan::Limit { input: Box::new(self.plan), skip, fetch } }
+        Self {
+            plan: LogicalPlan::Limit {
+                input: Box::new(self.plan),
+                skip,
+                fetch,
+            },
+        }
     }
 
     pub fn distinct(self) -> Self {
-        Self { plan: LogicalPlan::Distinct { input: Box::new(self.plan) } }
+        Self {
+            plan: LogicalPlan::Distinct {
+                input: Box::new(self.plan),
+            },
+        }
     }
 
     /// UNION ALL; the inputs must have the same number of columns and matching types.
     pub fn union(self, other: PlanBuilder) -> PlanResult<Self> {
         let (a, b) = (self.plan.schema(), other.plan.schema());
         if a.len() != b.len() {
-            return Err(PlanError::Invalid(format!("UNION inputs have {} and {} columns", a.len(), b.len())));
+            return Err(PlanError::Invalid(format!(
+                "UNION inputs have {} and {} columns",
+                a.len(),
+                b.len()
+            )));
         }
         for (x, y) in a.fields().iter().zip(b.fields()) {
             if x.data_type != y.data_type {
@@ -227,7 +367,9 @@ impl PlanBuilder {
             a.fields()
                 .iter()
                 .zip(b.fields())
-                .map(|(x, y)| PlanField::new(None, x.name.clone(), x.data_type, x.nullable || y.nullable))
+                .map(|(x, y)| {
+                    PlanField::new(None, x.name.clone(), x.data_type, x.nullable || y.nullable)
+                })
                 .collect(),
         );
         let mut inputs = match self.plan {
@@ -235,14 +377,22 @@ impl PlanBuilder {
             p => vec![p],
         };
         inputs.push(other.plan);
-        Ok(Self { plan: LogicalPlan::Union { inputs, schema } })
+        Ok(Self {
+            plan: LogicalPlan::Union { inputs, schema },
+        })
     }
 
     /// Gives every output column the relation `alias`.
     pub fn alias(self, alias: impl Into<String>) -> Self {
         let alias = alias.into();
         let schema = self.plan.schema().with_relation(&alias);
-        Self { plan: LogicalPlan::SubqueryAlias { input: Box::new(self.plan), alias, schema } }
+        Self {
+            plan: LogicalPlan::SubqueryAlias {
+                input: Box::new(self.plan),
+                alias,
+                schema,
+            },
+        }
     }
 }
 

@@ -6,7 +6,11 @@ use super::{LogicalPlan, TableSource};
 use crate::expr::Expr;
 
 fn join_exprs(exprs: &[Expr]) -> String {
-    exprs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    exprs
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl LogicalPlan {
@@ -23,7 +27,8 @@ impl LogicalPlan {
                     line.push_str(&format!(" AS {}", s.alias));
                 }
                 if s.projection.is_some() {
-                    let cols: Vec<&str> = s.schema.fields().iter().map(|f| f.name.as_str()).collect();
+                    let cols: Vec<&str> =
+                        s.schema.fields().iter().map(|f| f.name.as_str()).collect();
                     line.push_str(&format!(" projection=[{}]", cols.join(", ")));
                 }
                 if !s.filters.is_empty() {
@@ -34,9 +39,15 @@ impl LogicalPlan {
             LogicalPlan::Filter { predicate, .. } => format!("Filter: {predicate}"),
             LogicalPlan::Projection { exprs, .. } => format!("Projection: {}", join_exprs(exprs)),
             LogicalPlan::Aggregate { group, aggs, .. } => {
-                format!("Aggregate: group=[{}] aggs=[{}]", join_exprs(group), join_exprs(aggs))
+                format!(
+                    "Aggregate: group=[{}] aggs=[{}]",
+                    join_exprs(group),
+                    join_exprs(aggs)
+                )
             }
-            LogicalPlan::Join { kind, on, filter, .. } => {
+            LogicalPlan::Join {
+                kind, on, filter, ..
+            } => {
                 let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
                 let mut line = if on.is_empty() && filter.is_none() {
                     "CrossJoin".to_string()
@@ -49,7 +60,13 @@ impl LogicalPlan {
                 line
             }
             LogicalPlan::Sort { keys, .. } => {
-                format!("Sort: {}", keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+                format!(
+                    "Sort: {}",
+                    keys.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             }
             LogicalPlan::Limit { skip, fetch, .. } => match fetch {
                 Some(n) => format!("Limit: skip={skip} fetch={n}"),

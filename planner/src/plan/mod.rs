@@ -64,7 +64,14 @@ impl Scan {
     pub fn new(table: impl Into<String>, alias: impl Into<String>, source: TableSource) -> Self {
         let alias = alias.into();
         let schema = PlanSchema::from_schema(Some(&alias), source.schema());
-        Self { table: table.into(), source, projection: None, filters: Vec::new(), schema, alias }
+        Self {
+            table: table.into(),
+            source,
+            projection: None,
+            filters: Vec::new(),
+            schema,
+            alias,
+        }
     }
 
     /// Restricts the scan to `indexes` of the source schema (recomputing the output schema).
@@ -188,35 +195,79 @@ impl LogicalPlan {
         let mut next = || Box::new(children.remove(0));
         match self {
             p @ (LogicalPlan::Scan(_) | LogicalPlan::Values { .. }) => p,
-            LogicalPlan::Filter { predicate, .. } => LogicalPlan::Filter { input: next(), predicate },
-            LogicalPlan::Projection { exprs, schema, .. } => LogicalPlan::Projection { input: next(), exprs, schema },
-            LogicalPlan::Aggregate { group, aggs, schema, .. } => {
-                LogicalPlan::Aggregate { input: next(), group, aggs, schema }
-            }
-            LogicalPlan::Sort { keys, .. } => LogicalPlan::Sort { input: next(), keys },
-            LogicalPlan::Limit { skip, fetch, .. } => LogicalPlan::Limit { input: next(), skip, fetch },
+            LogicalPlan::Filter { predicate, .. } => LogicalPlan::Filter {
+                input: next(),
+                predicate,
+            },
+            LogicalPlan::Projection { exprs, schema, .. } => LogicalPlan::Projection {
+                input: next(),
+                exprs,
+                schema,
+            },
+            LogicalPlan::Aggregate {
+                group,
+                aggs,
+                schema,
+                ..
+            } => LogicalPlan::Aggregate {
+                input: next(),
+                group,
+                aggs,
+                schema,
+            },
+            LogicalPlan::Sort { keys, .. } => LogicalPlan::Sort {
+                input: next(),
+                keys,
+            },
+            LogicalPlan::Limit { skip, fetch, .. } => LogicalPlan::Limit {
+                input: next(),
+                skip,
+                fetch,
+            },
             LogicalPlan::Distinct { .. } => LogicalPlan::Distinct { input: next() },
             LogicalPlan::SubqueryAlias { alias, .. } => {
                 let input = next();
                 let schema = input.schema().with_relation(&alias);
-                LogicalPlan::SubqueryAlias { input, alias, schema }
+                LogicalPlan::SubqueryAlias {
+                    input,
+                    alias,
+                    schema,
+                }
             }
-            LogicalPlan::Join { kind, on, filter, .. } => {
+            LogicalPlan::Join {
+                kind, on, filter, ..
+            } => {
                 let (left, right) = (next(), next());
                 let schema = left.schema().join(right.schema(), kind == JoinKind::Left);
-                LogicalPlan::Join { left, right, kind, on, filter, schema }
+                LogicalPlan::Join {
+                    left,
+                    right,
+                    kind,
+                    on,
+                    filter,
+                    schema,
+                }
             }
-            LogicalPlan::Union { schema, .. } => LogicalPlan::Union { inputs: children, schema },
+            LogicalPlan::Union { schema, .. } => LogicalPlan::Union {
+                inputs: children,
+                schema,
+            },
         }
     }
 
     /// Applies `f` to each child and rebuilds this node.
-    pub fn map_children<E>(self, mut f: impl FnMut(LogicalPlan) -> Result<LogicalPlan, E>) -> Result<LogicalPlan, E> {
+    pub fn map_children<E>(
+        self,
+        mut f: impl FnMut(LogicalPlan) -> Result<LogicalPlan, E>,
+    ) -> Result<LogicalPlan, E> {
         let children: Vec<LogicalPlan> = self.children().into_iter().cloned().collect();
         if children.is_empty() {
             return Ok(self);
         }
-        let children = children.into_iter().map(&mut f).collect::<Result<Vec<_>, E>>()?;
+        let children = children
+            .into_iter()
+            .map(&mut f)
+            .collect::<Result<Vec<_>, E>>()?;
         Ok(self.with_new_children(children))
     }
 }

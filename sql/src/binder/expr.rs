@@ -38,7 +38,10 @@ impl Binder<'_> {
         Ok(match e {
             A::Identifier(i) => self.column(ColumnRef::new(ident_name(i)), scope)?,
             A::CompoundIdentifier(parts) => match parts.as_slice() {
-                [rel, name] => self.column(ColumnRef::qualified(ident_name(rel), ident_name(name)), scope)?,
+                [rel, name] => self.column(
+                    ColumnRef::qualified(ident_name(rel), ident_name(name)),
+                    scope,
+                )?,
                 _ => return Err(SqlError::unsupported(format!("the column reference {e}"))),
             },
             A::Value(v) => Expr::Literal(literal(&v.value)?),
@@ -51,43 +54,102 @@ impl Binder<'_> {
                 ast::UnaryOperator::Minus => match self.expr(expr, scope)? {
                     Expr::Literal(ScalarValue::Int32(v)) => Expr::Literal(ScalarValue::Int32(-v)),
                     Expr::Literal(ScalarValue::Int64(v)) => Expr::Literal(
-                        v.checked_neg().map_or(ScalarValue::Float64(-(v as f64)), ScalarValue::Int64),
+                        v.checked_neg()
+                            .map_or(ScalarValue::Float64(-(v as f64)), ScalarValue::Int64),
                     ),
-                    Expr::Literal(ScalarValue::Float64(v)) => Expr::Literal(ScalarValue::Float64(-v)),
+                    Expr::Literal(ScalarValue::Float64(v)) => {
+                        Expr::Literal(ScalarValue::Float64(-v))
+                    }
                     x => Expr::Negative(Box::new(x)),
                 },
                 other => return Err(SqlError::unsupported(format!("the operator {other}"))),
             },
             A::IsNull(x) => Expr::IsNull(b(x)?),
             A::IsNotNull(x) => Expr::IsNotNull(b(x)?),
-            A::Between { expr, negated, low, high } => {
-                Expr::Between { expr: b(expr)?, low: b(low)?, high: b(high)?, negated: *negated }
-            }
-            A::In { expr, target: ast::InTarget::List(list), negated, .. } => Expr::InList {
+            A::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => Expr::Between {
                 expr: b(expr)?,
-                list: list.iter().map(|x| self.expr(x, scope)).collect::<Result<_, _>>()?,
+                low: b(low)?,
+                high: b(high)?,
                 negated: *negated,
             },
-            A::Like { negated, any: false, expr, pattern, escape_char: None } => {
-                Expr::Like { expr: b(expr)?, pattern: b(pattern)?, negated: *negated, case_insensitive: false }
-            }
-            A::ILike { negated, any: false, expr, pattern, escape_char: None } => {
-                Expr::Like { expr: b(expr)?, pattern: b(pattern)?, negated: *negated, case_insensitive: true }
-            }
-            A::Cast { kind, expr, data_type, format: None } => match kind {
-                ast::CastKind::Cast | ast::CastKind::DoubleColon => Expr::Cast { expr: b(expr)?, to: sql_type(data_type)? },
+            A::In {
+                expr,
+                target: ast::InTarget::List(list),
+                negated,
+                ..
+            } => Expr::InList {
+                expr: b(expr)?,
+                list: list
+                    .iter()
+                    .map(|x| self.expr(x, scope))
+                    .collect::<Result<_, _>>()?,
+                negated: *negated,
+            },
+            A::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => Expr::Like {
+                expr: b(expr)?,
+                pattern: b(pattern)?,
+                negated: *negated,
+                case_insensitive: false,
+            },
+            A::ILike {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => Expr::Like {
+                expr: b(expr)?,
+                pattern: b(pattern)?,
+                negated: *negated,
+                case_insensitive: true,
+            },
+            A::Cast {
+                kind,
+                expr,
+                data_type,
+                format: None,
+            } => match kind {
+                ast::CastKind::Cast | ast::CastKind::DoubleColon => Expr::Cast {
+                    expr: b(expr)?,
+                    to: sql_type(data_type)?,
+                },
                 _ => return Err(SqlError::unsupported(format!("{kind:?}"))),
             },
-            A::Extract { field, expr, .. } => {
-                Expr::Function { func: ScalarFunc::Extract(date_part(field)?), args: vec![self.expr(expr, scope)?] }
-            }
-            A::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
-                Expr::Function { func: ScalarFunc::Ceil, args: vec![self.expr(expr, scope)?] }
-            }
-            A::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
-                Expr::Function { func: ScalarFunc::Floor, args: vec![self.expr(expr, scope)?] }
-            }
-            A::Substring { expr, substring_from, substring_for, .. } => {
+            A::Extract { field, expr, .. } => Expr::Function {
+                func: ScalarFunc::Extract(date_part(field)?),
+                args: vec![self.expr(expr, scope)?],
+            },
+            A::Ceil {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => Expr::Function {
+                func: ScalarFunc::Ceil,
+                args: vec![self.expr(expr, scope)?],
+            },
+            A::Floor {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => Expr::Function {
+                func: ScalarFunc::Floor,
+                args: vec![self.expr(expr, scope)?],
+            },
+            A::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
                 let mut args = vec![self.expr(expr, scope)?];
                 args.push(match substring_from {
                     Some(f) => self.expr(f, scope)?,
@@ -96,22 +158,43 @@ impl Binder<'_> {
                 if let Some(f) = substring_for {
                     args.push(self.expr(f, scope)?);
                 }
-                Expr::Function { func: ScalarFunc::Substring, args }
+                Expr::Function {
+                    func: ScalarFunc::Substring,
+                    args,
+                }
             }
-            A::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
-                Expr::Function { func: ScalarFunc::Trim, args: vec![self.expr(expr, scope)?] }
-            }
-            A::Case { operand, conditions, else_result, .. } => Expr::Case {
+            A::Trim {
+                expr,
+                trim_where: None,
+                trim_what: None,
+                trim_characters: None,
+            } => Expr::Function {
+                func: ScalarFunc::Trim,
+                args: vec![self.expr(expr, scope)?],
+            },
+            A::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => Expr::Case {
                 operand: operand.as_deref().map(&b).transpose()?,
                 branches: conditions
                     .iter()
-                    .map(|w| Ok((self.expr(&w.condition, scope)?, self.expr(&w.result, scope)?)))
+                    .map(|w| {
+                        Ok((
+                            self.expr(&w.condition, scope)?,
+                            self.expr(&w.result, scope)?,
+                        ))
+                    })
                     .collect::<Result<_, SqlError>>()?,
                 otherwise: else_result.as_deref().map(&b).transpose()?,
             },
             A::Function(f) => self.function(f, scope)?,
             A::Interval(_) => {
-                return Err(SqlError::invalid("an INTERVAL can only be added to or subtracted from a DATE"));
+                return Err(SqlError::invalid(
+                    "an INTERVAL can only be added to or subtracted from a DATE",
+                ));
             }
             A::Subquery(_) | A::Exists { .. } | A::In { .. } => {
                 return Err(SqlError::unsupported("subqueries"));
@@ -120,17 +203,31 @@ impl Binder<'_> {
         })
     }
 
-    fn binary(&self, left: &ast::Expr, op: &ast::BinaryOperator, right: &ast::Expr, scope: &PlanSchema) -> Result<Expr, SqlError> {
+    fn binary(
+        &self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &PlanSchema,
+    ) -> Result<Expr, SqlError> {
         use ast::BinaryOperator as O;
         // date +/- INTERVAL
         if matches!(op, O::Plus | O::Minus) {
             if let ast::Expr::Interval(iv) = right {
                 let date = self.expr(left, scope)?;
-                return Ok(add_interval(date, interval(iv).map_err(|e| e.at(right.span()))?, *op == O::Minus));
+                return Ok(add_interval(
+                    date,
+                    interval(iv).map_err(|e| e.at(right.span()))?,
+                    *op == O::Minus,
+                ));
             }
             if let (ast::Expr::Interval(iv), O::Plus) = (left, op) {
                 let date = self.expr(right, scope)?;
-                return Ok(add_interval(date, interval(iv).map_err(|e| e.at(left.span()))?, false));
+                return Ok(add_interval(
+                    date,
+                    interval(iv).map_err(|e| e.at(left.span()))?,
+                    false,
+                ));
             }
         }
         let op = match op {
@@ -151,28 +248,48 @@ impl Binder<'_> {
             O::StringConcat => BinaryOp::Concat,
             other => return Err(SqlError::unsupported(format!("the operator {other}"))),
         };
-        Ok(Expr::Binary { left: Box::new(self.expr(left, scope)?), op, right: Box::new(self.expr(right, scope)?) })
+        Ok(Expr::Binary {
+            left: Box::new(self.expr(left, scope)?),
+            op,
+            right: Box::new(self.expr(right, scope)?),
+        })
     }
 
     fn function(&self, f: &ast::Function, scope: &PlanSchema) -> Result<Expr, SqlError> {
         let name = f.name.to_string().to_ascii_lowercase();
         let ast::FunctionArguments::List(list) = &f.args else {
-            return Err(SqlError::unsupported(format!("{name} without an argument list")));
+            return Err(SqlError::unsupported(format!(
+                "{name} without an argument list"
+            )));
         };
         if f.filter.is_some() || f.over.is_some() || !list.clauses.is_empty() {
-            return Err(SqlError::unsupported(format!("FILTER, OVER or ORDER BY clauses on {name}()")));
+            return Err(SqlError::unsupported(format!(
+                "FILTER, OVER or ORDER BY clauses on {name}()"
+            )));
         }
-        let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+        let distinct = matches!(
+            list.duplicate_treatment,
+            Some(ast::DuplicateTreatment::Distinct)
+        );
         let kind = functions::lookup(&name).ok_or_else(|| {
-            SqlError::new(SqlErrorKind::UnknownFunction { name: name.clone(), candidates: functions::suggestions(&name) })
+            SqlError::new(SqlErrorKind::UnknownFunction {
+                name: name.clone(),
+                candidates: functions::suggestions(&name),
+            })
         })?;
         let mut star = false;
         let mut args = Vec::with_capacity(list.args.len());
         for a in &list.args {
             match a {
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(self.expr(x, scope)?),
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
+                    args.push(self.expr(x, scope)?)
+                }
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
-                other => return Err(SqlError::unsupported(format!("the argument {other} of {name}()"))),
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "the argument {other} of {name}()"
+                    )))
+                }
             }
         }
         Ok(match kind {
@@ -180,13 +297,23 @@ impl Binder<'_> {
                 let func = match (func, star, args.len()) {
                     (morsel_planner::AggFunc::Count, true, 0) => morsel_planner::AggFunc::CountStar,
                     (_, false, 1) => func,
-                    _ => return Err(SqlError::invalid(format!("{name}() takes exactly one argument"))),
+                    _ => {
+                        return Err(SqlError::invalid(format!(
+                            "{name}() takes exactly one argument"
+                        )))
+                    }
                 };
-                Expr::Aggregate { func, args, distinct }
+                Expr::Aggregate {
+                    func,
+                    args,
+                    distinct,
+                }
             }
             FunctionKind::Scalar(func) => {
                 if star || distinct {
-                    return Err(SqlError::invalid(format!("{name}() does not take * or DISTINCT")));
+                    return Err(SqlError::invalid(format!(
+                        "{name}() does not take * or DISTINCT"
+                    )));
                 }
                 Expr::Function { func, args }
             }
@@ -201,7 +328,11 @@ fn add_interval(date: Expr, iv: Interval, negate: bool) -> Expr {
         Interval::Days(n) => (ScalarFunc::AddDays, n),
         Interval::Months(n) => (ScalarFunc::AddMonths, n),
     };
-    Expr::Function { func, args: vec![date, Expr::Literal(ScalarValue::Int64(sign * n))] }.cast(morsel_storage::DataType::Timestamp)
+    Expr::Function {
+        func,
+        args: vec![date, Expr::Literal(ScalarValue::Int64(sign * n))],
+    }
+    .cast(morsel_storage::DataType::Timestamp)
 }
 
 fn unit_interval(n: i64, unit: &str) -> Result<Interval, SqlError> {
@@ -223,7 +354,11 @@ fn interval(iv: &ast::Interval) -> Result<Interval, SqlError> {
             ast::Value::Number(n, _) => n.to_string(),
             other => return Err(SqlError::invalid(format!("invalid INTERVAL value {other}"))),
         },
-        other => return Err(SqlError::unsupported(format!("INTERVAL of the expression {other}"))),
+        other => {
+            return Err(SqlError::unsupported(format!(
+                "INTERVAL of the expression {other}"
+            )))
+        }
     };
     let mut words = text.split_whitespace();
     let n: i64 = words
@@ -233,7 +368,9 @@ fn interval(iv: &ast::Interval) -> Result<Interval, SqlError> {
     match (&iv.leading_field, words.next()) {
         (Some(field), None) => unit_interval(n, &field.to_string()),
         (None, Some(unit)) => unit_interval(n, unit),
-        _ => Err(SqlError::invalid(format!("INTERVAL '{text}' needs exactly one unit"))),
+        _ => Err(SqlError::invalid(format!(
+            "INTERVAL '{text}' needs exactly one unit"
+        ))),
     }
 }
 
@@ -257,10 +394,15 @@ pub(crate) fn literal(v: &ast::Value) -> Result<ScalarValue, SqlError> {
             } else if let Ok(i) = s.parse::<i64>() {
                 ScalarValue::Int64(i)
             } else {
-                ScalarValue::Float64(s.parse().map_err(|_| SqlError::invalid(format!("invalid number {s}")))?)
+                ScalarValue::Float64(
+                    s.parse()
+                        .map_err(|_| SqlError::invalid(format!("invalid number {s}")))?,
+                )
             }
         }
-        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => ScalarValue::Utf8(s.clone()),
+        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+            ScalarValue::Utf8(s.clone())
+        }
         ast::Value::Boolean(b) => ScalarValue::Boolean(*b),
         ast::Value::Null => ScalarValue::Null,
         other => return Err(SqlError::unsupported(format!("the literal {other}"))),
@@ -273,8 +415,12 @@ fn typed_string(t: &ast::DataType, v: &ast::Value) -> Result<Expr, SqlError> {
     };
     let ty = sql_type(t)?;
     let value = match ty {
-        morsel_storage::DataType::Date32 => temporal::parse_date(s.trim().as_bytes()).map(ScalarValue::Date32),
-        morsel_storage::DataType::Timestamp => temporal::parse_timestamp(s.trim().as_bytes()).map(ScalarValue::Timestamp),
+        morsel_storage::DataType::Date32 => {
+            temporal::parse_date(s.trim().as_bytes()).map(ScalarValue::Date32)
+        }
+        morsel_storage::DataType::Timestamp => {
+            temporal::parse_timestamp(s.trim().as_bytes()).map(ScalarValue::Timestamp)
+        }
         other => ScalarValue::Utf8(s.clone()).cast_to(other).ok(),
     };
     value

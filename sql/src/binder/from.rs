@@ -11,12 +11,19 @@ use crate::error::{SqlError, SqlErrorKind};
 /// The relation name DuckDB gives a file: its name without directory and extension.
 fn file_alias(path: &str) -> String {
     let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
-    name.split('.').next().filter(|s| !s.is_empty()).unwrap_or(name).to_string()
+    name.split('.')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(name)
+        .to_string()
 }
 
 fn looks_like_file(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    lower.ends_with(".csv") || lower.ends_with(".tsv") || lower.ends_with(".txt") || name.contains('/')
+    lower.ends_with(".csv")
+        || lower.ends_with(".tsv")
+        || lower.ends_with(".txt")
+        || name.contains('/')
 }
 
 impl Binder<'_> {
@@ -27,7 +34,9 @@ impl Binder<'_> {
             let mut b = self.table_factor(&twj.relation)?;
             for j in &twj.joins {
                 let right = self.table_factor(&j.relation)?;
-                b = self.join(b, right, &j.join_operator).map_err(|e| e.at(j.span()))?;
+                b = self
+                    .join(b, right, &j.join_operator)
+                    .map_err(|e| e.at(j.span()))?;
             }
             out = Some(match out {
                 None => b,
@@ -46,13 +55,19 @@ impl Binder<'_> {
 
     fn table_factor_inner(&self, t: &ast::TableFactor) -> Result<PlanBuilder, SqlError> {
         match t {
-            ast::TableFactor::Table { name, alias, args, .. } => {
+            ast::TableFactor::Table {
+                name, alias, args, ..
+            } => {
                 if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
                     return Err(SqlError::unsupported("column aliases on a table"));
                 }
                 let alias = alias.as_ref().map(|a| a.name.value.clone());
                 let parts: Vec<&ast::Ident> = name.0.iter().filter_map(|p| p.as_ident()).collect();
-                let text = parts.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+                let text = parts
+                    .iter()
+                    .map(|i| i.value.as_str())
+                    .collect::<Vec<_>>()
+                    .join(".");
                 if let Some(args) = args {
                     return self.table_function(&text, &args.args, alias);
                 }
@@ -71,7 +86,15 @@ impl Binder<'_> {
                 let names = self.catalog.table_names();
                 let mut candidates: Vec<(usize, String)> = names
                     .into_iter()
-                    .map(|n| (morsel_planner::schema::edit_distance(&text.to_ascii_lowercase(), &n.to_ascii_lowercase()), n))
+                    .map(|n| {
+                        (
+                            morsel_planner::schema::edit_distance(
+                                &text.to_ascii_lowercase(),
+                                &n.to_ascii_lowercase(),
+                            ),
+                            n,
+                        )
+                    })
                     .filter(|(d, _)| *d <= 2)
                     .collect();
                 candidates.sort();
@@ -80,25 +103,48 @@ impl Binder<'_> {
                     candidates: candidates.into_iter().map(|(_, n)| n).collect(),
                 }))
             }
-            ast::TableFactor::Derived { lateral: false, subquery, alias, .. } => {
+            ast::TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias,
+                ..
+            } => {
                 if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
                     return Err(SqlError::unsupported("column aliases on a subquery"));
                 }
-                let name = alias.as_ref().map_or_else(|| "unnamed_subquery".to_string(), |a| a.name.value.clone());
+                let name = alias
+                    .as_ref()
+                    .map_or_else(|| "unnamed_subquery".to_string(), |a| a.name.value.clone());
                 Ok(self.query(subquery)?.alias(name))
             }
-            ast::TableFactor::NestedJoin { table_with_joins, alias: None } => self.from(std::slice::from_ref(table_with_joins)),
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => self.from(std::slice::from_ref(table_with_joins)),
             other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
         }
     }
 
-    fn join(&self, left: PlanBuilder, right: PlanBuilder, op: &ast::JoinOperator) -> Result<PlanBuilder, SqlError> {
+    fn join(
+        &self,
+        left: PlanBuilder,
+        right: PlanBuilder,
+        op: &ast::JoinOperator,
+    ) -> Result<PlanBuilder, SqlError> {
         use ast::JoinOperator as J;
         let (kind, constraint) = match op {
             J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
             J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
             J::CrossJoin(_) => return Ok(left.join(right, JoinKind::Inner, Vec::new(), None)?),
-            other => return Err(SqlError::unsupported(format!("{other:?} joins").split('(').next().unwrap_or("this join").to_string())),
+            other => {
+                return Err(SqlError::unsupported(
+                    format!("{other:?} joins")
+                        .split('(')
+                        .next()
+                        .unwrap_or("this join")
+                        .to_string(),
+                ))
+            }
         };
         match constraint {
             ast::JoinConstraint::On(e) => {
@@ -126,53 +172,90 @@ impl Binder<'_> {
                 Ok(joined.project(keep)?)
             }
             ast::JoinConstraint::None => Ok(left.join(right, kind, Vec::new(), None)?),
-            ast::JoinConstraint::Natural | ast::JoinConstraint::UsingAlias(..) => Err(SqlError::unsupported("NATURAL joins")),
+            ast::JoinConstraint::Natural | ast::JoinConstraint::UsingAlias(..) => {
+                Err(SqlError::unsupported("NATURAL joins"))
+            }
         }
     }
 
     /// `read_csv('path', header = true, delim = ';', ...)` and `read_csv_auto(...)`.
-    fn table_function(&self, name: &str, args: &[ast::FunctionArg], alias: Option<String>) -> Result<PlanBuilder, SqlError> {
+    fn table_function(
+        &self,
+        name: &str,
+        args: &[ast::FunctionArg],
+        alias: Option<String>,
+    ) -> Result<PlanBuilder, SqlError> {
         let fname = name.to_ascii_lowercase();
         if fname != "read_csv" && fname != "read_csv_auto" {
-            return Err(SqlError::new(SqlErrorKind::UnknownFunction { name: fname, candidates: vec!["read_csv".into()] }));
+            return Err(SqlError::new(SqlErrorKind::UnknownFunction {
+                name: fname,
+                candidates: vec!["read_csv".into()],
+            }));
         }
         let mut path = None;
         let mut opts = CsvOptions::default();
         for a in args {
             let (key, value) = match a {
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => (None, e),
-                ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(e), .. } => (Some(name.value.to_ascii_lowercase()), e),
-                ast::FunctionArg::ExprNamed { name: ast::Expr::Identifier(i), arg: ast::FunctionArgExpr::Expr(e), .. } => {
-                    (Some(i.value.to_ascii_lowercase()), e)
+                ast::FunctionArg::Named {
+                    name,
+                    arg: ast::FunctionArgExpr::Expr(e),
+                    ..
+                } => (Some(name.value.to_ascii_lowercase()), e),
+                ast::FunctionArg::ExprNamed {
+                    name: ast::Expr::Identifier(i),
+                    arg: ast::FunctionArgExpr::Expr(e),
+                    ..
+                } => (Some(i.value.to_ascii_lowercase()), e),
+                other => {
+                    return Err(
+                        SqlError::unsupported(format!("the argument {other}")).at(other.span())
+                    )
                 }
-                other => return Err(SqlError::unsupported(format!("the argument {other}")).at(other.span())),
             };
             let v = match value {
                 ast::Expr::Value(v) => literal(&v.value).map_err(|e| e.at(value.span()))?,
-                other => return Err(SqlError::invalid(format!("{name} options must be constants, got {other}")).at(other.span())),
+                other => {
+                    return Err(SqlError::invalid(format!(
+                        "{name} options must be constants, got {other}"
+                    ))
+                    .at(other.span()))
+                }
             };
             let text = || v.to_string();
             let truth = || match &v {
                 morsel_storage::ScalarValue::Boolean(b) => Ok(*b),
-                other => Err(SqlError::invalid(format!("expected true or false, got {other}")).at(value.span())),
+                other => Err(
+                    SqlError::invalid(format!("expected true or false, got {other}"))
+                        .at(value.span()),
+                ),
             };
             let byte = |what: &str| -> Result<Option<u8>, SqlError> {
                 let t = text();
                 match t.len() {
                     0 => Ok(None),
                     1 => Ok(Some(t.as_bytes()[0])),
-                    _ => Err(SqlError::invalid(format!("{what} must be one character, got '{t}'")).at(value.span())),
+                    _ => Err(
+                        SqlError::invalid(format!("{what} must be one character, got '{t}'"))
+                            .at(value.span()),
+                    ),
                 }
             };
             let count = || -> Result<usize, SqlError> {
-                text().parse().map_err(|_| SqlError::invalid(format!("expected a count, got {v}")).at(value.span()))
+                text().parse().map_err(|_| {
+                    SqlError::invalid(format!("expected a count, got {v}")).at(value.span())
+                })
             };
             match key.as_deref() {
                 None if path.is_none() => path = Some(text()),
-                None => return Err(SqlError::invalid(format!("{name} takes one path")).at(value.span())),
+                None => {
+                    return Err(SqlError::invalid(format!("{name} takes one path")).at(value.span()))
+                }
                 Some("header") => opts.has_header = truth()?,
                 Some("delim" | "sep" | "delimiter") => {
-                    opts.delimiter = byte("delim")?.ok_or_else(|| SqlError::invalid("delim cannot be empty").at(value.span()))?
+                    opts.delimiter = byte("delim")?.ok_or_else(|| {
+                        SqlError::invalid("delim cannot be empty").at(value.span())
+                    })?
                 }
                 Some("quote") => opts.quote = byte("quote")?,
                 Some("nullstr" | "null") => opts.null_values = vec![text()],
@@ -183,7 +266,12 @@ impl Binder<'_> {
                 Some("null_padding") => opts.null_padding = truth()?,
                 Some("truncate_extra_fields") => opts.truncate_extra_fields = truth()?,
                 Some("sample_size") => opts.infer_rows = count()?,
-                Some(other) => return Err(SqlError::unsupported(format!("the read_csv option {other}")).at(value.span())),
+                Some(other) => {
+                    return Err(
+                        SqlError::unsupported(format!("the read_csv option {other}"))
+                            .at(value.span()),
+                    )
+                }
             }
         }
         let path = path.ok_or_else(|| SqlError::invalid("read_csv needs a file path"))?;

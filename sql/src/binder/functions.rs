@@ -9,8 +9,26 @@ pub enum FunctionKind {
 }
 
 const NAMES: &[&str] = &[
-    "count", "sum", "avg", "mean", "min", "max", "abs", "round", "floor", "ceil", "ceiling", "sqrt", "lower", "upper",
-    "length", "char_length", "trim", "substring", "substr", "coalesce",
+    "count",
+    "sum",
+    "avg",
+    "mean",
+    "min",
+    "max",
+    "abs",
+    "round",
+    "floor",
+    "ceil",
+    "ceiling",
+    "sqrt",
+    "lower",
+    "upper",
+    "length",
+    "char_length",
+    "trim",
+    "substring",
+    "substr",
+    "coalesce",
 ];
 
 pub fn lookup(name: &str) -> Option<FunctionKind> {
@@ -38,8 +56,11 @@ pub fn lookup(name: &str) -> Option<FunctionKind> {
 
 /// Known function names close to `name`.
 pub fn suggestions(name: &str) -> Vec<String> {
-    let mut v: Vec<(usize, &str)> =
-        NAMES.iter().map(|n| (edit_distance(name, n), *n)).filter(|(d, _)| *d <= 2).collect();
+    let mut v: Vec<(usize, &str)> = NAMES
+        .iter()
+        .map(|n| (edit_distance(name, n), *n))
+        .filter(|(d, _)| *d <= 2)
+        .collect();
     v.sort();
     v.into_iter().take(3).map(|(_, n)| n.to_string()).collect()
 }

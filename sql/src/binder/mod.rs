@@ -18,7 +18,10 @@ use crate::error::SqlError;
 pub enum Statement {
     Query(LogicalPlan),
     /// `EXPLAIN [VERBOSE] query`: show the plan instead of running it.
-    Explain { plan: LogicalPlan, verbose: bool },
+    Explain {
+        plan: LogicalPlan,
+        verbose: bool,
+    },
 }
 
 /// Binds one parsed statement against `catalog`.
@@ -26,7 +29,13 @@ pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<St
     let binder = Binder { catalog };
     match stmt {
         ast::Statement::Query(q) => Ok(Statement::Query(binder.query(q)?.build())),
-        ast::Statement::Explain { statement, analyze, verbose, format, .. } => {
+        ast::Statement::Explain {
+            statement,
+            analyze,
+            verbose,
+            format,
+            ..
+        } => {
             if *analyze {
                 return Err(SqlError::unsupported("EXPLAIN ANALYZE").at(stmt.span()));
             }
@@ -34,18 +43,31 @@ pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<St
                 return Err(SqlError::unsupported("EXPLAIN FORMAT").at(stmt.span()));
             }
             match statement.as_ref() {
-                ast::Statement::Query(q) => Ok(Statement::Explain { plan: binder.query(q)?.build(), verbose: *verbose }),
-                other => Err(SqlError::unsupported(format!("EXPLAIN of {}", statement_kind(other))).at(other.span())),
+                ast::Statement::Query(q) => Ok(Statement::Explain {
+                    plan: binder.query(q)?.build(),
+                    verbose: *verbose,
+                }),
+                other => Err(SqlError::unsupported(format!(
+                    "EXPLAIN of {}",
+                    statement_kind(other)
+                ))
+                .at(other.span())),
             }
         }
-        other => Err(SqlError::unsupported(format!("the {} statement", statement_kind(other))).at(other.span())),
+        other => Err(
+            SqlError::unsupported(format!("the {} statement", statement_kind(other)))
+                .at(other.span()),
+        ),
     }
 }
 
 /// The leading keywords of a statement, for messages.
 fn statement_kind(stmt: &ast::Statement) -> String {
     let text = stmt.to_string();
-    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub(crate) struct Binder<'a> {

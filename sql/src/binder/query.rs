@@ -36,7 +36,9 @@ impl Binder<'_> {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(list) => list.clone(),
-                ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL").at(ob.span())),
+                ast::OrderByKind::All(_) => {
+                    return Err(SqlError::unsupported("ORDER BY ALL").at(ob.span()))
+                }
             },
         };
         let mut b = match q.body.as_ref() {
@@ -77,12 +79,21 @@ impl Binder<'_> {
                 },
                 _ => None,
             }
-            .ok_or_else(|| SqlError::invalid(format!("LIMIT and OFFSET take a non-negative integer, got {e}")).at(e.span()))
+            .ok_or_else(|| {
+                SqlError::invalid(format!(
+                    "LIMIT and OFFSET take a non-negative integer, got {e}"
+                ))
+                .at(e.span())
+            })
         };
         let (mut limit, mut offset) = (None, 0);
         match &q.limit_clause {
             None => {}
-            Some(ast::LimitClause::LimitOffset { limit: l, offset: o, limit_by }) => {
+            Some(ast::LimitClause::LimitOffset {
+                limit: l,
+                offset: o,
+                limit_by,
+            }) => {
                 if !limit_by.is_empty() {
                     return Err(SqlError::unsupported("LIMIT BY"));
                 }
@@ -95,7 +106,10 @@ impl Binder<'_> {
                     offset = count(&o.value)?;
                 }
             }
-            Some(ast::LimitClause::OffsetCommaLimit { offset: o, limit: l }) => {
+            Some(ast::LimitClause::OffsetCommaLimit {
+                offset: o,
+                limit: l,
+            }) => {
                 offset = count(o)?;
                 limit = Some(count(l)?);
             }
@@ -116,13 +130,20 @@ impl Binder<'_> {
         match body {
             ast::SetExpr::Select(s) => self.select(s, &[]),
             ast::SetExpr::Query(q) => self.query(q),
-            ast::SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } => {
+            ast::SetExpr::SetOperation {
+                op: ast::SetOperator::Union,
+                set_quantifier,
+                left,
+                right,
+            } => {
                 let (l, r) = (self.set_expr(left)?, self.set_expr(right)?);
                 let u = l.union(r).map_err(|e| SqlError::from(e).at(body.span()))?;
                 Ok(match set_quantifier {
                     ast::SetQuantifier::All => u,
                     ast::SetQuantifier::Distinct | ast::SetQuantifier::None => u.distinct(),
-                    other => return Err(SqlError::unsupported(format!("UNION {other}")).at(body.span())),
+                    other => {
+                        return Err(SqlError::unsupported(format!("UNION {other}")).at(body.span()))
+                    }
                 })
             }
             ast::SetExpr::Values(v) => {
@@ -130,52 +151,89 @@ impl Binder<'_> {
                 let rows = v
                     .rows
                     .iter()
-                    .map(|r| r.content.iter().map(|e| self.expr(e, &empty)).collect::<Result<Vec<_>, _>>())
+                    .map(|r| {
+                        r.content
+                            .iter()
+                            .map(|e| self.expr(e, &empty))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(PlanBuilder::values(rows).map_err(|e| SqlError::from(e).at(body.span()))?)
             }
-            other => Err(SqlError::unsupported(format!("{}", other.to_string().split_whitespace().next().unwrap_or("this query"))).at(other.span())),
+            ast::SetExpr::SetOperation { op, .. } => {
+                Err(SqlError::unsupported(op.to_string()).at(body.span()))
+            }
+            other => Err(SqlError::unsupported(format!("the query form {other}")).at(other.span())),
         }
     }
 
     /// Output column `i` named by an ORDER BY / GROUP BY key: an ordinal or an output name.
-    fn output_key(&self, e: &ast::Expr, out: &PlanSchema, items: &[Item]) -> Result<Option<usize>, SqlError> {
+    fn output_key(
+        &self,
+        e: &ast::Expr,
+        out: &PlanSchema,
+        items: &[Item],
+    ) -> Result<Option<usize>, SqlError> {
         match e {
             ast::Expr::Value(v) => {
                 if let ast::Value::Number(n, _) = &v.value {
                     let k: usize = n.to_string().parse().unwrap_or(0);
                     if k == 0 || k > out.len() {
-                        return Err(SqlError::invalid(format!("position {n} is not in the select list (1 to {})", out.len())).at(e.span()));
+                        return Err(SqlError::invalid(format!(
+                            "position {n} is not in the select list (1 to {})",
+                            out.len()
+                        ))
+                        .at(e.span()));
                     }
                     return Ok(Some(k - 1));
                 }
                 Ok(None)
             }
             ast::Expr::Identifier(i) => {
-                let hits: Vec<usize> = (0..out.len()).filter(|&k| out.field(k).name.eq_ignore_ascii_case(&i.value)).collect();
+                let hits: Vec<usize> = (0..out.len())
+                    .filter(|&k| out.field(k).name.eq_ignore_ascii_case(&i.value))
+                    .collect();
                 Ok(match hits.as_slice() {
                     [k] => Some(*k),
                     _ => None,
                 })
             }
-            other => Ok(items.iter().position(|it| it.syntax.as_ref() == Some(other))),
+            other => Ok(items
+                .iter()
+                .position(|it| it.syntax.as_ref() == Some(other))),
         }
     }
 
-    pub(crate) fn select(&self, s: &ast::Select, order: &[ast::OrderByExpr]) -> Result<PlanBuilder, SqlError> {
-        if s.top.is_some() || s.into.is_some() || !s.lateral_views.is_empty() || s.qualify.is_some() || !s.named_window.is_empty() {
-            return Err(SqlError::unsupported("TOP, INTO, LATERAL VIEW, QUALIFY or WINDOW").at(s.span()));
+    pub(crate) fn select(
+        &self,
+        s: &ast::Select,
+        order: &[ast::OrderByExpr],
+    ) -> Result<PlanBuilder, SqlError> {
+        if s.top.is_some()
+            || s.into.is_some()
+            || !s.lateral_views.is_empty()
+            || s.qualify.is_some()
+            || !s.named_window.is_empty()
+        {
+            return Err(
+                SqlError::unsupported("TOP, INTO, LATERAL VIEW, QUALIFY or WINDOW").at(s.span()),
+            );
         }
         let distinct = match &s.distinct {
             None | Some(ast::Distinct::All) => false,
             Some(ast::Distinct::Distinct) => true,
-            Some(ast::Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON").at(s.span())),
+            Some(ast::Distinct::On(_)) => {
+                return Err(SqlError::unsupported("DISTINCT ON").at(s.span()))
+            }
         };
         let mut b = self.from(&s.from)?;
         if let Some(w) = &s.selection {
             let pred = self.expr(w, b.schema())?;
             if pred.contains_aggregate() {
-                return Err(SqlError::invalid("aggregates are not allowed in WHERE; use HAVING").at(w.span()));
+                return Err(
+                    SqlError::invalid("aggregates are not allowed in WHERE; use HAVING")
+                        .at(w.span()),
+                );
             }
             b = b.filter(pred).map_err(|e| SqlError::from(e).at(w.span()))?;
         }
@@ -185,9 +243,11 @@ impl Binder<'_> {
         let mut items: Vec<Item> = Vec::new();
         for item in &s.projection {
             match item {
-                ast::SelectItem::UnnamedExpr(e) => {
-                    items.push(Item { expr: self.expr(e, &input)?, syntax: Some(e.clone()), span: e.span() })
-                }
+                ast::SelectItem::UnnamedExpr(e) => items.push(Item {
+                    expr: self.expr(e, &input)?,
+                    syntax: Some(e.clone()),
+                    span: e.span(),
+                }),
                 ast::SelectItem::ExprWithAlias { expr, alias } => items.push(Item {
                     expr: self.expr(expr, &input)?.alias(alias.value.clone()),
                     syntax: Some(expr.clone()),
@@ -196,7 +256,11 @@ impl Binder<'_> {
                 ast::SelectItem::Wildcard(opts) => {
                     reject_wildcard_options(opts, item)?;
                     for f in input.fields() {
-                        items.push(Item { expr: Expr::Column(f.column_ref()), syntax: None, span: item.span() });
+                        items.push(Item {
+                            expr: Expr::Column(f.column_ref()),
+                            syntax: None,
+                            span: item.span(),
+                        });
                     }
                 }
                 ast::SelectItem::QualifiedWildcard(kind, opts) => {
@@ -205,16 +269,32 @@ impl Binder<'_> {
                         ast::SelectItemQualifiedWildcardKind::ObjectName(n) => n.to_string(),
                         ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
                     };
-                    let fields: Vec<_> =
-                        input.fields().iter().filter(|f| f.relation.as_deref().is_some_and(|r| r.eq_ignore_ascii_case(&rel))).collect();
+                    let fields: Vec<_> = input
+                        .fields()
+                        .iter()
+                        .filter(|f| {
+                            f.relation
+                                .as_deref()
+                                .is_some_and(|r| r.eq_ignore_ascii_case(&rel))
+                        })
+                        .collect();
                     if fields.is_empty() {
-                        return Err(SqlError::invalid(format!("no table named {rel} in FROM")).at(item.span()));
+                        return Err(SqlError::invalid(format!("no table named {rel} in FROM"))
+                            .at(item.span()));
                     }
                     for f in fields {
-                        items.push(Item { expr: Expr::Column(f.column_ref()), syntax: None, span: item.span() });
+                        items.push(Item {
+                            expr: Expr::Column(f.column_ref()),
+                            syntax: None,
+                            span: item.span(),
+                        });
                     }
                 }
-                other => return Err(SqlError::unsupported(format!("the select item {other}")).at(other.span())),
+                other => {
+                    return Err(
+                        SqlError::unsupported(format!("the select item {other}")).at(other.span())
+                    )
+                }
             }
         }
 
@@ -223,14 +303,29 @@ impl Binder<'_> {
         match &s.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) => {
                 if !modifiers.is_empty() {
-                    return Err(SqlError::unsupported("GROUP BY modifiers (ROLLUP, CUBE, ...)").at(s.span()));
+                    return Err(
+                        SqlError::unsupported("GROUP BY modifiers (ROLLUP, CUBE, ...)")
+                            .at(s.span()),
+                    );
                 }
                 for g in exprs {
                     let by_output = match g {
-                        ast::Expr::Identifier(i) if input.has(&ColumnRef::new(i.value.clone())) => None,
+                        ast::Expr::Identifier(i) if input.has(&ColumnRef::new(i.value.clone())) => {
+                            None
+                        }
                         _ => {
                             let names = PlanSchema::new(
-                                items.iter().map(|it| morsel_planner::PlanField::new(None, it.expr.output_name(), morsel_storage::DataType::Null, true)).collect(),
+                                items
+                                    .iter()
+                                    .map(|it| {
+                                        morsel_planner::PlanField::new(
+                                            None,
+                                            it.expr.output_name(),
+                                            morsel_storage::DataType::Null,
+                                            true,
+                                        )
+                                    })
+                                    .collect(),
                             );
                             self.output_key(g, &names, &[])?
                         }
@@ -240,18 +335,36 @@ impl Binder<'_> {
                         None => self.expr(g, &input)?,
                     };
                     if e.contains_aggregate() {
-                        return Err(SqlError::invalid("GROUP BY cannot contain aggregates").at(g.span()));
+                        return Err(
+                            SqlError::invalid("GROUP BY cannot contain aggregates").at(g.span())
+                        );
                     }
                     group.push(coerce(e, &input).map_err(|err| SqlError::from(err).at(g.span()))?);
                 }
             }
-            ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL").at(s.span())),
+            ast::GroupByExpr::All(_) => {
+                return Err(SqlError::unsupported("GROUP BY ALL").at(s.span()))
+            }
         }
-        let having = s.having.as_ref().map(|h| Ok::<_, SqlError>((self.expr(h, &input)?, h))).transpose()?;
+        let having = s
+            .having
+            .as_ref()
+            .map(|h| Ok::<_, SqlError>((self.expr(h, &input)?, h)))
+            .transpose()?;
 
         // ORDER BY keys that name output columns; the rest are bound against the input.
         let out_names = PlanSchema::new(
-            items.iter().map(|it| morsel_planner::PlanField::new(None, it.expr.output_name(), morsel_storage::DataType::Null, true)).collect(),
+            items
+                .iter()
+                .map(|it| {
+                    morsel_planner::PlanField::new(
+                        None,
+                        it.expr.output_name(),
+                        morsel_storage::DataType::Null,
+                        true,
+                    )
+                })
+                .collect(),
         );
         let mut order_keys = Vec::with_capacity(order.len());
         for o in order {
@@ -264,10 +377,14 @@ impl Binder<'_> {
         let aggregating = !group.is_empty()
             || items.iter().any(|it| it.expr.contains_aggregate())
             || having.as_ref().is_some_and(|(h, _)| h.contains_aggregate())
-            || order_keys.iter().any(|k| matches!(k, OrderKey::Input(e) if e.contains_aggregate()));
+            || order_keys
+                .iter()
+                .any(|k| matches!(k, OrderKey::Input(e) if e.contains_aggregate()));
         let mut having_expr = having.as_ref().map(|(h, _)| h.clone());
         if aggregating {
-            let coerce_at = |e: Expr, span: sqlparser::tokenizer::Span| coerce(e, &input).map_err(|err| SqlError::from(err).at(span));
+            let coerce_at = |e: Expr, span: sqlparser::tokenizer::Span| {
+                coerce(e, &input).map_err(|err| SqlError::from(err).at(span))
+            };
             for it in items.iter_mut() {
                 it.expr = coerce_at(it.expr.clone(), it.span)?;
             }
@@ -294,14 +411,18 @@ impl Binder<'_> {
                     collect(e)
                 }
             });
-            b = b.aggregate(group.clone(), aggs.clone()).map_err(|e| SqlError::from(e).at(s.span()))?;
+            b = b
+                .aggregate(group.clone(), aggs.clone())
+                .map_err(|e| SqlError::from(e).at(s.span()))?;
             let agg_schema = b.schema().clone();
             let rewrite = |e: Expr| -> Expr {
                 e.replace(&mut |x: &Expr| {
                     if let Some(i) = group.iter().position(|g| g == x) {
                         return Some(Expr::Column(agg_schema.field(i).column_ref()));
                     }
-                    aggs.iter().position(|a| a == x).map(|j| Expr::Column(agg_schema.field(group.len() + j).column_ref()))
+                    aggs.iter()
+                        .position(|a| a == x)
+                        .map(|j| Expr::Column(agg_schema.field(group.len() + j).column_ref()))
                 })
             };
             let check = |e: &Expr, span: sqlparser::tokenizer::Span| -> Result<(), SqlError> {
@@ -355,17 +476,25 @@ impl Binder<'_> {
                 },
             });
         }
-        b = b.project(exprs).map_err(|e| SqlError::from(e).at(s.span()))?;
+        b = b
+            .project(exprs)
+            .map_err(|e| SqlError::from(e).at(s.span()))?;
         if distinct {
             b = b.distinct();
         }
         if !sort_targets.is_empty() {
             let out = b.schema().clone();
-            let keys = sort_targets.iter().zip(order).map(|(&i, o)| sort_expr(Expr::Column(out.field(i).column_ref()), o)).collect();
+            let keys = sort_targets
+                .iter()
+                .zip(order)
+                .map(|(&i, o)| sort_expr(Expr::Column(out.field(i).column_ref()), o))
+                .collect();
             b = b.sort(keys).map_err(|e| SqlError::from(e).at(s.span()))?;
             if b.schema().len() > visible {
                 let out = b.schema().clone();
-                let cols = (0..visible).map(|i| Expr::Column(out.field(i).column_ref())).collect();
+                let cols = (0..visible)
+                    .map(|i| Expr::Column(out.field(i).column_ref()))
+                    .collect();
                 b = b.project(cols)?;
             }
         }
@@ -380,8 +509,15 @@ fn sort_expr(e: Expr, o: &ast::OrderByExpr) -> SortExpr {
     e.sort(asc, nulls_first)
 }
 
-fn reject_wildcard_options(opts: &ast::WildcardAdditionalOptions, item: &ast::SelectItem) -> Result<(), SqlError> {
-    if opts.opt_exclude.is_some() || opts.opt_except.is_some() || opts.opt_replace.is_some() || opts.opt_rename.is_some() {
+fn reject_wildcard_options(
+    opts: &ast::WildcardAdditionalOptions,
+    item: &ast::SelectItem,
+) -> Result<(), SqlError> {
+    if opts.opt_exclude.is_some()
+        || opts.opt_except.is_some()
+        || opts.opt_replace.is_some()
+        || opts.opt_rename.is_some()
+    {
         return Err(SqlError::unsupported("* EXCLUDE / EXCEPT / REPLACE / RENAME").at(item.span()));
     }
     Ok(())

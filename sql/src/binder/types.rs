@@ -11,9 +11,13 @@ pub fn sql_type(t: &ast::DataType) -> Result<DataType, SqlError> {
     let text = t.to_string().to_ascii_uppercase();
     let base = text.split(['(', ' ']).next().unwrap_or("");
     Ok(match base {
-        "INT" | "INTEGER" | "INT4" | "SIGNED" | "SMALLINT" | "INT2" | "TINYINT" | "INT1" => DataType::Int32,
+        "INT" | "INTEGER" | "INT4" | "SIGNED" | "SMALLINT" | "INT2" | "TINYINT" | "INT1" => {
+            DataType::Int32
+        }
         "BIGINT" | "INT8" | "LONG" => DataType::Int64,
-        "DOUBLE" | "FLOAT8" | "FLOAT" | "REAL" | "FLOAT4" | "DECIMAL" | "NUMERIC" => DataType::Float64,
+        "DOUBLE" | "FLOAT8" | "FLOAT" | "REAL" | "FLOAT4" | "DECIMAL" | "NUMERIC" => {
+            DataType::Float64
+        }
         "VARCHAR" | "TEXT" | "STRING" | "CHAR" | "BPCHAR" | "CHARACTER" => DataType::Utf8,
         "DATE" => DataType::Date32,
         "TIMESTAMP" | "DATETIME" => DataType::Timestamp,

@@ -254,11 +254,10 @@ fn sample(
             // Syntax errors in the head are reported by the decoder with their position.
             Err(_) => break,
         };
-        if fields.len() != evidence.len() {
-            if chunk_offset.is_some() {
-                return None;
-            }
-            // Ragged records are the decoder's to report; inference uses what fits.
+        // Ragged records in the head are the decoder's to report (inference uses the fields
+        // that are there); in a mid-file chunk they mean the chunk started inside a record.
+        if fields.len() != evidence.len() && chunk_offset.is_some() {
+            return None;
         }
         let at = match chunk_offset {
             Some(off) => SampleLocation::NearByte(off + rec.start as u64),

@@ -28,6 +28,7 @@ pub struct Dialect {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // all three are quoting errors; the names say which
 pub enum TokenErrorKind {
     UnterminatedQuote,
     CharAfterQuote(u8),

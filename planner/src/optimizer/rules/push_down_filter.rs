@@ -21,7 +21,10 @@ impl OptimizerRule for PushDownFilter {
         let before = plan.to_string();
         let after = rewrite(plan)?;
         let changed = after.to_string() != before;
-        Ok(Transformed { data: after, changed })
+        Ok(Transformed {
+            data: after,
+            changed,
+        })
     }
 }
 
@@ -40,7 +43,10 @@ fn resolves(e: &Expr, schema: &PlanSchema) -> bool {
 /// Wraps `plan` in a filter of the `kept` conjuncts (if any).
 fn keep_above(plan: LogicalPlan, kept: Vec<Expr>) -> LogicalPlan {
     match Expr::conjunction(kept) {
-        Some(predicate) => LogicalPlan::Filter { input: Box::new(plan), predicate },
+        Some(predicate) => LogicalPlan::Filter {
+            input: Box::new(plan),
+            predicate,
+        },
         None => plan,
     }
 }
@@ -74,8 +80,15 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             }
             Ok(LogicalPlan::Scan(scan))
         }
-        LogicalPlan::Sort { input, keys } => Ok(LogicalPlan::Sort { input: Box::new(push(*input, preds)?), keys }),
-        LogicalPlan::Projection { input, exprs, schema } => {
+        LogicalPlan::Sort { input, keys } => Ok(LogicalPlan::Sort {
+            input: Box::new(push(*input, preds)?),
+            keys,
+        }),
+        LogicalPlan::Projection {
+            input,
+            exprs,
+            schema,
+        } => {
             // A column of the projection that is a plain input column (maybe renamed).
             let passthrough = |c: &ColumnRef| -> Option<Expr> {
                 let i = schema.index_of(c).ok()?;
@@ -92,11 +105,27 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                 }
             }
             let input = push(*input, down)?;
-            Ok(keep_above(LogicalPlan::Projection { input: Box::new(input), exprs, schema }, kept))
+            Ok(keep_above(
+                LogicalPlan::Projection {
+                    input: Box::new(input),
+                    exprs,
+                    schema,
+                },
+                kept,
+            ))
         }
-        LogicalPlan::SubqueryAlias { input, alias, schema } => {
+        LogicalPlan::SubqueryAlias {
+            input,
+            alias,
+            schema,
+        } => {
             let inner = input.schema().clone();
-            let map = |c: &ColumnRef| schema.index_of(c).ok().map(|i| Expr::Column(inner.field(i).column_ref()));
+            let map = |c: &ColumnRef| {
+                schema
+                    .index_of(c)
+                    .ok()
+                    .map(|i| Expr::Column(inner.field(i).column_ref()))
+            };
             let (mut down, mut kept) = (Vec::new(), Vec::new());
             for p in preds {
                 match remap(&p, &map) {
@@ -105,9 +134,21 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                 }
             }
             let input = push(*input, down)?;
-            Ok(keep_above(LogicalPlan::SubqueryAlias { input: Box::new(input), alias, schema }, kept))
+            Ok(keep_above(
+                LogicalPlan::SubqueryAlias {
+                    input: Box::new(input),
+                    alias,
+                    schema,
+                },
+                kept,
+            ))
         }
-        LogicalPlan::Aggregate { input, group, aggs, schema } => {
+        LogicalPlan::Aggregate {
+            input,
+            group,
+            aggs,
+            schema,
+        } => {
             // Conjuncts over group columns that are plain input columns filter the input.
             let map = |c: &ColumnRef| {
                 let i = schema.index_of(c).ok()?;
@@ -124,17 +165,38 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                 }
             }
             let input = push(*input, down)?;
-            Ok(keep_above(LogicalPlan::Aggregate { input: Box::new(input), group, aggs, schema }, kept))
+            Ok(keep_above(
+                LogicalPlan::Aggregate {
+                    input: Box::new(input),
+                    group,
+                    aggs,
+                    schema,
+                },
+                kept,
+            ))
         }
-        LogicalPlan::Join { left, right, kind, mut on, filter, schema } => {
+        LogicalPlan::Join {
+            left,
+            right,
+            kind,
+            mut on,
+            filter,
+            schema,
+        } => {
             let (ls, rs) = (left.schema().clone(), right.schema().clone());
             let mut all = preds;
             // An inner join's residual filter is just another conjunct over both sides.
             let mut filter = filter;
             if kind == JoinKind::Inner {
-                all.extend(filter.take().map(Expr::split_conjunction).unwrap_or_default());
+                all.extend(
+                    filter
+                        .take()
+                        .map(Expr::split_conjunction)
+                        .unwrap_or_default(),
+                );
             }
-            let (mut to_left, mut to_right, mut residual, mut kept) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut to_left, mut to_right, mut residual, mut kept) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for p in all {
                 let (in_l, in_r) = (resolves(&p, &ls), resolves(&p, &rs));
                 let has_cols = !p.columns().is_empty();
@@ -157,7 +219,14 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             };
             let left = push(*left, to_left)?;
             let right = push(*right, to_right)?;
-            let join = LogicalPlan::Join { left: Box::new(left), right: Box::new(right), kind, on, filter, schema };
+            let join = LogicalPlan::Join {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind,
+                on,
+                filter,
+                schema,
+            };
             Ok(keep_above(join, kept))
         }
         other => {
@@ -169,7 +238,14 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
 
 /// `l = r` with one side over the left input and the other over the right: a join key.
 fn equi_key(p: &Expr, ls: &PlanSchema, rs: &PlanSchema) -> Option<(Expr, Expr)> {
-    let Expr::Binary { left, op: BinaryOp::Eq, right } = p else { return None };
+    let Expr::Binary {
+        left,
+        op: BinaryOp::Eq,
+        right,
+    } = p
+    else {
+        return None;
+    };
     let (a, b) = (left.as_ref(), right.as_ref());
     let only = |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && resolves(e, s);
     if only(a, ls) && only(b, rs) {

@@ -20,7 +20,10 @@ impl OptimizerRule for PushDownProjection {
         let required = all_columns(plan.schema());
         let after = prune(plan, required)?;
         let changed = after.to_string() != before;
-        Ok(Transformed { data: after, changed })
+        Ok(Transformed {
+            data: after,
+            changed,
+        })
     }
 }
 
@@ -55,43 +58,81 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
         LogicalPlan::Scan(scan) => {
             add_columns(&mut required, &scan.filters);
             let full = scan.source.schema().clone();
-            let current: Vec<usize> = scan.projection.clone().unwrap_or_else(|| (0..full.len()).collect());
+            let current: Vec<usize> = scan
+                .projection
+                .clone()
+                .unwrap_or_else(|| (0..full.len()).collect());
             let keep: Vec<usize> = current
                 .into_iter()
                 .filter(|&i| is_required(&required, &Some(scan.alias.clone()), &full.field(i).name))
                 .collect();
-            if scan.projection.as_ref() == Some(&keep) || (scan.projection.is_none() && keep.len() == full.len()) {
+            if scan.projection.as_ref() == Some(&keep)
+                || (scan.projection.is_none() && keep.len() == full.len())
+            {
                 return Ok(LogicalPlan::Scan(scan));
             }
             Ok(LogicalPlan::Scan(scan.with_projection(keep)))
         }
-        LogicalPlan::Projection { input, exprs, schema } => {
+        LogicalPlan::Projection {
+            input,
+            exprs,
+            schema,
+        } => {
             let req = exprs.iter().flat_map(Expr::columns).collect();
-            Ok(LogicalPlan::Projection { input: Box::new(prune(*input, req)?), exprs, schema })
+            Ok(LogicalPlan::Projection {
+                input: Box::new(prune(*input, req)?),
+                exprs,
+                schema,
+            })
         }
-        LogicalPlan::Aggregate { input, group, aggs, schema } => {
+        LogicalPlan::Aggregate {
+            input,
+            group,
+            aggs,
+            schema,
+        } => {
             let mut req = Vec::new();
             add_columns(&mut req, group.iter().chain(&aggs));
-            Ok(LogicalPlan::Aggregate { input: Box::new(prune(*input, req)?), group, aggs, schema })
+            Ok(LogicalPlan::Aggregate {
+                input: Box::new(prune(*input, req)?),
+                group,
+                aggs,
+                schema,
+            })
         }
         LogicalPlan::Filter { input, predicate } => {
             add_columns(&mut required, [&predicate]);
-            Ok(LogicalPlan::Filter { input: Box::new(prune(*input, required)?), predicate })
+            Ok(LogicalPlan::Filter {
+                input: Box::new(prune(*input, required)?),
+                predicate,
+            })
         }
         LogicalPlan::Sort { input, keys } => {
             add_columns(&mut required, keys.iter().map(|k| &k.expr));
-            Ok(LogicalPlan::Sort { input: Box::new(prune(*input, required)?), keys })
+            Ok(LogicalPlan::Sort {
+                input: Box::new(prune(*input, required)?),
+                keys,
+            })
         }
-        LogicalPlan::Limit { input, skip, fetch } => {
-            Ok(LogicalPlan::Limit { input: Box::new(prune(*input, required)?), skip, fetch })
-        }
+        LogicalPlan::Limit { input, skip, fetch } => Ok(LogicalPlan::Limit {
+            input: Box::new(prune(*input, required)?),
+            skip,
+            fetch,
+        }),
         join @ LogicalPlan::Join { .. } => {
             if let LogicalPlan::Join { on, filter, .. } = &join {
-                add_columns(&mut required, on.iter().flat_map(|(l, r)| [l, r]).chain(filter.iter()));
+                add_columns(
+                    &mut required,
+                    on.iter().flat_map(|(l, r)| [l, r]).chain(filter.iter()),
+                );
             }
             join.map_children(|c| prune(c, required.clone()))
         }
-        LogicalPlan::SubqueryAlias { input, alias, schema } => {
+        LogicalPlan::SubqueryAlias {
+            input,
+            alias,
+            schema,
+        } => {
             let inner = input.schema().clone();
             let req = required
                 .iter()
@@ -102,7 +143,11 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
                 .collect();
             let input = prune(*input, req)?;
             let schema = input.schema().with_relation(&alias);
-            Ok(LogicalPlan::SubqueryAlias { input: Box::new(input), alias, schema })
+            Ok(LogicalPlan::SubqueryAlias {
+                input: Box::new(input),
+                alias,
+                schema,
+            })
         }
         // Distinct and union read every column of their inputs.
         other => other.map_children(|c| {
