@@ -6,7 +6,7 @@ pub type PlanResult<T> = Result<T, PlanError>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error("column {name} not found{}; available columns: {}", suggest(.candidates), .available.join(", "))]
+    #[error("column {name} not found{}; {}", suggest(.candidates), available_columns(.available))]
     ColumnNotFound {
         name: String,
         candidates: Vec<String>,
@@ -20,6 +20,14 @@ pub enum PlanError {
     Invalid(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
+}
+
+fn available_columns(columns: &[String]) -> String {
+    if columns.is_empty() {
+        "there are no columns here (is a FROM clause missing?)".into()
+    } else {
+        format!("available columns: {}", columns.join(", "))
+    }
 }
 
 fn suggest(candidates: &[String]) -> String {

@@ -22,7 +22,7 @@ pub enum StorageError {
     },
     #[error("batch has {actual} columns but the schema has {expected}")]
     ColumnCount { expected: usize, actual: usize },
-    #[error("cannot cast {value} to {to}")]
+    #[error("cannot cast {value:?} to {}", .to.sql_name())]
     Cast { value: String, to: DataType },
     #[error("cannot concatenate columns of different types ({0} and {1})")]
     ConcatTypes(DataType, DataType),

@@ -476,24 +476,46 @@ impl Binder<'_> {
                 },
             });
         }
-        b = b
-            .project(exprs)
+        let projected = b
+            .clone()
+            .project(exprs.clone())
             .map_err(|e| SqlError::from(e).at(s.span()))?;
+        // Sort keys name output columns; when two outputs share a name, sort on unique
+        // internal names and restore the user's names afterwards.
+        let out = projected.schema().clone();
+        let clash =
+            !sort_targets.is_empty() && out.fields().iter().any(|f| !out.has(&f.column_ref()));
+        b = if clash {
+            let renamed = exprs
+                .iter()
+                .enumerate()
+                .map(|(i, e)| e.clone().unalias().alias(format!("__col{i}")))
+                .collect();
+            b.project(renamed)?
+        } else {
+            projected
+        };
         if distinct {
             b = b.distinct();
         }
         if !sort_targets.is_empty() {
-            let out = b.schema().clone();
+            let sorted = b.schema().clone();
             let keys = sort_targets
                 .iter()
                 .zip(order)
-                .map(|(&i, o)| sort_expr(Expr::Column(out.field(i).column_ref()), o))
+                .map(|(&i, o)| sort_expr(Expr::Column(sorted.field(i).column_ref()), o))
                 .collect();
             b = b.sort(keys).map_err(|e| SqlError::from(e).at(s.span()))?;
-            if b.schema().len() > visible {
-                let out = b.schema().clone();
+            if clash || sorted.len() > visible {
                 let cols = (0..visible)
-                    .map(|i| Expr::Column(out.field(i).column_ref()))
+                    .map(|i| {
+                        let c = Expr::Column(sorted.field(i).column_ref());
+                        if clash {
+                            c.alias(out.field(i).name.clone())
+                        } else {
+                            c
+                        }
+                    })
                     .collect();
                 b = b.project(cols)?;
             }

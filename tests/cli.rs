@@ -1,0 +1,115 @@
+//! The `morsel` binary: formats, statements from a file or stdin, several statements,
+//! errors (one line, non-zero exit), and the same output at MORSEL_THREADS=1 and 4.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn morsel(args: &[&str], env_threads: Option<&str>, stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_morsel"));
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(t) = env_threads {
+        cmd.env("MORSEL_THREADS", t);
+    }
+    let mut child = cmd.spawn().expect("morsel starts");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().expect("morsel finishes")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
+const QUERY: &str =
+    "SELECT region, count(*) AS orders, sum(quantity * unit_price * (1 - discount)) AS revenue \
+                     FROM 'examples/sales.csv' GROUP BY region ORDER BY revenue DESC";
+
+#[test]
+fn table_output_is_aligned() {
+    let o = morsel(&[QUERY], None, None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(
+        text.contains("│ region  │ orders │ revenue           │"),
+        "{text}"
+    );
+    assert!(
+        text.contains("│ West    │     53 │ 9211.110999999999 │"),
+        "{text}"
+    );
+    assert!(text.ends_with("4 rows\n"), "{text}");
+}
+
+#[test]
+fn csv_and_json_print_floats_in_shortest_round_trip_form() {
+    let o = morsel(&["--format", "csv", QUERY], None, None);
+    assert_eq!(
+        stdout(&o),
+        "region,orders,revenue\nWest,53,9211.110999999999\nNorth,53,7643.101999999999\nSouth,44,5181.32\nEast,50,4476.338500000001\n"
+    );
+    let o = morsel(
+        &[
+            "--format",
+            "json",
+            "SELECT 1 AS a, 0.1 AS b, 'x\"y' AS c, NULL AS d",
+        ],
+        None,
+        None,
+    );
+    assert_eq!(
+        stdout(&o),
+        "[\n  {\"a\": 1, \"b\": 0.1, \"c\": \"x\\\"y\", \"d\": null}\n]\n"
+    );
+}
+
+#[test]
+fn thread_count_does_not_change_the_output() {
+    let q = "SELECT product, sum(quantity * unit_price), avg(discount), min(order_date) FROM 'examples/sales.csv' GROUP BY product ORDER BY 1";
+    let one = morsel(&["--format", "csv", q], Some("1"), None);
+    let four = morsel(&["--format", "csv", q], Some("4"), None);
+    assert!(one.status.success());
+    assert_eq!(stdout(&one), stdout(&four));
+}
+
+#[test]
+fn reads_stdin_and_files_and_runs_statements_in_order() {
+    let o = morsel(
+        &["--format", "csv"],
+        None,
+        Some("SELECT 1 AS x; SELECT 2 AS y;"),
+    );
+    assert_eq!(stdout(&o), "y\n2\n");
+    let dir = std::env::temp_dir().join(format!("morsel-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("q.sql");
+    std::fs::write(&file, "SELECT count(*) AS n FROM 'examples/sales.csv';\n")
+        .expect("write query");
+    let o = morsel(
+        &["--format", "csv", "-f", file.to_str().expect("utf-8")],
+        None,
+        None,
+    );
+    assert_eq!(stdout(&o), "n\n200\n");
+}
+
+#[test]
+fn errors_are_one_line_with_a_non_zero_exit() {
+    let o = morsel(&["SELECT nope FROM 'examples/sales.csv'"], None, None);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: column nope not found"), "{err}");
+    let o = morsel(&["--format", "xml", "SELECT 1"], None, None);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown format \"xml\""));
+}
