@@ -150,6 +150,7 @@ impl CsvReader {
             self.dialect.clone(),
             self.options.block_size,
             self.options.n_rows,
+            self.options.ignore_errors,
         )
     }
 

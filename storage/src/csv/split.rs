@@ -2,9 +2,13 @@
 //!
 //! A block boundary is the end of the last complete record (one ended by a line break) within
 //! the first `block_size` bytes of what remains; a newline inside a quoted field is never a
-//! boundary. Blocks without any quote byte take the fast path (the last newline); blocks with
-//! quotes are walked with the tokenizer, which also understands comment lines. Boundaries
-//! depend only on the bytes and `block_size`, so the same input always yields the same blocks.
+//! boundary. Blocks without any quote byte cut at their last newline. Otherwise a newline is a
+//! boundary when an even number of quote bytes precede it in the block (a doubled quote counts
+//! twice, so it never flips the parity); this scan runs at memchr speed. Where quote parity can
+//! mislead, the block is walked with the tokenizer instead: when a comment prefix is set (a
+//! comment may hold a lone quote) and under `ignore_errors` (a malformed record must be cut
+//! where the decoder resumes after it). Boundaries depend only on the bytes and `block_size`,
+//! so the same input always yields the same blocks.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -39,6 +43,8 @@ pub struct BlockSplitter {
     offset: u64,
     line: u64,
     rows_left: Option<usize>,
+    /// Find boundaries by quote parity (see the module doc) rather than by tokenizing.
+    by_parity: bool,
 }
 
 impl BlockSplitter {
@@ -49,7 +55,9 @@ impl BlockSplitter {
         dialect: Dialect,
         block_size: usize,
         n_rows: Option<usize>,
+        tolerant: bool,
     ) -> Result<Self, CsvError> {
+        let by_parity = dialect.comment.is_none() && !tolerant;
         Ok(Self {
             input: input.open_at(start)?,
             name: input.clone(),
@@ -62,6 +70,7 @@ impl BlockSplitter {
             offset: start,
             line: first_line,
             rows_left: n_rows,
+            by_parity,
         })
     }
 
@@ -95,7 +104,12 @@ impl BlockSplitter {
             if self.eof && self.pending.len() <= want {
                 break self.pending.len();
             }
-            match last_boundary(&self.pending[..want.min(self.pending.len())], &self.dialect) {
+            let window = &self.pending[..want.min(self.pending.len())];
+            let cut = match (self.by_parity, self.dialect.quote) {
+                (true, Some(q)) => last_boundary_by_parity(window, q),
+                _ => last_boundary(window, &self.dialect),
+            };
+            match cut {
                 Some(b) => break b,
                 // One record is longer than the block: read further until it ends.
                 None => want = want.saturating_mul(2),
@@ -126,6 +140,20 @@ impl BlockSplitter {
         }
         Ok(Some(block))
     }
+}
+
+/// End of the last line break in `buf` with an even number of quote bytes before it.
+fn last_boundary_by_parity(buf: &[u8], quote: u8) -> Option<usize> {
+    let mut inside = false;
+    let mut last = None;
+    for i in memchr::memchr2_iter(quote, b'\n', buf) {
+        if buf[i] == quote {
+            inside = !inside;
+        } else if !inside {
+            last = Some(i + 1);
+        }
+    }
+    last
 }
 
 /// End of the last complete, line-terminated record in `buf` (which starts at a boundary).
