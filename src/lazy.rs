@@ -5,6 +5,7 @@
 use std::fmt;
 
 use morsel_planner::{Expr, JoinKind, LogicalPlan, Optimizer, PlanBuilder, PlanError, SortExpr};
+use morsel_storage::csv::SkippedRow;
 use morsel_storage::{Batch, ScalarValue, SchemaRef};
 
 use crate::error::{Error, Result};
@@ -114,8 +115,15 @@ impl LazyFrame {
     pub fn collect(&self) -> Result<QueryResult> {
         let plan = Optimizer::default().optimize(self.logical_plan()?, None)?;
         let schema = std::sync::Arc::new(plan.schema().to_schema());
-        let batches = morsel_executor::execute(&plan, &self.session.exec_context())?;
-        Ok(QueryResult::new(schema, batches))
+        let ctx = self.session.exec_context();
+        let batches = morsel_executor::execute(&plan, &ctx)?;
+        let mut skipped = std::mem::take(&mut *ctx.metrics.skipped_rows.lock().expect("metrics"));
+        skipped.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        Ok(QueryResult {
+            schema,
+            batches,
+            skipped,
+        })
     }
 }
 
@@ -138,11 +146,21 @@ impl GroupBy {
 pub struct QueryResult {
     schema: SchemaRef,
     batches: Vec<Batch>,
+    skipped: Vec<SkippedRow>,
 }
 
 impl QueryResult {
     pub fn new(schema: SchemaRef, batches: Vec<Batch>) -> Self {
-        Self { schema, batches }
+        Self {
+            schema,
+            batches,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// CSV records the query's scans skipped under `ignore_errors`, by file and line.
+    pub fn skipped_rows(&self) -> &[SkippedRow] {
+        &self.skipped
     }
 
     pub fn schema(&self) -> &SchemaRef {

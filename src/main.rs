@@ -109,6 +109,19 @@ fn run() -> Result<(), String> {
         None => Session::new(),
     };
     let result = session.execute(&sql).map_err(|e| e.to_string())?;
+    let skipped = result.skipped_rows();
+    if !skipped.is_empty() {
+        eprintln!(
+            "note: skipped {} malformed CSV record(s) (ignore_errors):",
+            skipped.len()
+        );
+        for s in skipped.iter().take(5) {
+            eprintln!("  {}:{}: {}", s.file, s.line, s.reason);
+        }
+        if skipped.len() > 5 {
+            eprintln!("  ... and {} more", skipped.len() - 5);
+        }
+    }
     let mut out = std::io::stdout().lock();
     let written = match args.format {
         Format::Table => out.write_all(result.to_string().as_bytes()),

@@ -113,3 +113,24 @@ fn errors_are_one_line_with_a_non_zero_exit() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown format \"xml\""));
 }
+
+#[test]
+fn skipped_rows_are_reported_on_stderr() {
+    let o = morsel(
+        &[
+            "--format",
+            "csv",
+            "SELECT id FROM read_csv('tests/data/bad_value.csv', ignore_errors = true) ORDER BY id",
+        ],
+        None,
+        None,
+    );
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "id\n1\n2\n");
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("skipped 1 malformed CSV record(s)"), "{err}");
+    assert!(
+        err.contains("tests/data/bad_value.csv:4: expected 2 fields but found 3"),
+        "{err}"
+    );
+}

@@ -8,6 +8,23 @@ use super::expr::literal;
 use super::Binder;
 use crate::error::{SqlError, SqlErrorKind};
 
+/// A type named in a string (`'VARCHAR'`), parsed as SQL.
+fn type_by_name(name: &str) -> Result<morsel_storage::DataType, SqlError> {
+    let sql = format!("SELECT CAST(NULL AS {name})");
+    let parsed =
+        crate::parse(&sql).map_err(|_| SqlError::invalid(format!("unknown type '{name}'")))?;
+    if let Some(ast::Statement::Query(q)) = parsed.first() {
+        if let ast::SetExpr::Select(sel) = q.body.as_ref() {
+            if let Some(ast::SelectItem::UnnamedExpr(ast::Expr::Cast { data_type, .. })) =
+                sel.projection.first()
+            {
+                return super::types::sql_type(data_type);
+            }
+        }
+    }
+    Err(SqlError::invalid(format!("unknown type '{name}'")))
+}
+
 /// The relation name DuckDB gives a file: its name without directory and extension.
 fn file_alias(path: &str) -> String {
     let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
@@ -213,6 +230,34 @@ impl Binder<'_> {
                     )
                 }
             };
+            // `types = {'price': 'VARCHAR', ...}` overrides inferred column types.
+            if let (Some("types" | "dtypes"), ast::Expr::Dictionary(fields)) =
+                (key.as_deref(), value)
+            {
+                for f in fields {
+                    let ty = match f.value.as_ref() {
+                        ast::Expr::Value(v) => match &v.value {
+                            ast::Value::SingleQuotedString(t) => {
+                                type_by_name(t).map_err(|e| e.at(f.value.span()))?
+                            }
+                            other => {
+                                return Err(SqlError::invalid(format!(
+                                    "expected a type name, got {other}"
+                                ))
+                                .at(f.value.span()))
+                            }
+                        },
+                        other => {
+                            return Err(SqlError::invalid(format!(
+                                "expected a type name, got {other}"
+                            ))
+                            .at(other.span()))
+                        }
+                    };
+                    opts.column_types.push((f.key.value.clone(), ty));
+                }
+                continue;
+            }
             let v = match value {
                 ast::Expr::Value(v) => literal(&v.value).map_err(|e| e.at(value.span()))?,
                 other => {

@@ -19,6 +19,7 @@ use crate::temporal;
 /// A record skipped under `ignore_errors`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkippedRow {
+    pub file: String,
     pub line: u64,
     pub reason: String,
 }
@@ -138,6 +139,7 @@ impl BlockDecoder {
                         break;
                     }
                     out.skipped.push(SkippedRow {
+                        file: self.file.clone(),
                         line: e.line,
                         reason: err.reason(),
                     });
@@ -160,6 +162,7 @@ impl BlockDecoder {
                     break;
                 }
                 out.skipped.push(SkippedRow {
+                    file: self.file.clone(),
                     line: rec.line,
                     reason: err.reason(),
                 });
@@ -251,6 +254,7 @@ impl BlockDecoder {
             for (row, reason) in bad.into_iter().enumerate() {
                 if let Some(reason) = reason {
                     skipped.push(SkippedRow {
+                        file: self.file.clone(),
                         line: tokenized.lines[row],
                         reason,
                     });
