@@ -196,40 +196,39 @@ fn q01_lazy() {
     assert_eq!(exact(&one), exact(&run(4)));
 }
 
+/// Q6's WHERE clause, built in code.
+fn q06_filter() -> Expr {
+    col("l_shipdate")
+        .gt_eq(lit_date("1994-01-01"))
+        .and(col("l_shipdate").lt(lit_date("1995-01-01")))
+        .and(col("l_discount").between(lit(0.05), lit(0.07)))
+        .and(col("l_quantity").lt(lit(24)))
+}
+
 #[test]
 fn q06_lazy() {
-    let run = |threads| {
-        let s = session(threads);
-        lineitem(&s)
-            .filter(
-                col("l_shipdate")
-                    .gt_eq(lit_date("1994-01-01"))
-                    .and(col("l_shipdate").lt(lit_date("1995-01-01")))
-                    .and(col("l_discount").between(lit(0.05), lit(0.07)))
-                    .and(col("l_quantity").lt(lit(24))),
-            )
-            .select([(col("l_extendedprice") * col("l_discount"))
-                .sum()
-                .alias("revenue")])
-            .collect()
+    let revenue = || {
+        (col("l_extendedprice") * col("l_discount"))
+            .sum()
+            .alias("revenue")
     };
-    // An aggregate in select() is an error (use group_by/agg); the message says so.
-    let err = run(1).expect_err("aggregates belong in agg()").to_string();
-    assert!(err.contains("outside of an aggregation"), "{err}");
+    // An aggregate in select() is an error (aggregates go in group_by(..).agg(..)).
+    let s = session(1);
+    let err = lineitem(&s)
+        .filter(q06_filter())
+        .select([revenue()])
+        .collect()
+        .expect_err("aggregate in select");
+    assert!(
+        err.to_string().contains("outside of an aggregation"),
+        "{err}"
+    );
     let run = |threads| {
         let s = session(threads);
         lineitem(&s)
-            .filter(
-                col("l_shipdate")
-                    .gt_eq(lit_date("1994-01-01"))
-                    .and(col("l_shipdate").lt(lit_date("1995-01-01")))
-                    .and(col("l_discount").between(lit(0.05), lit(0.07)))
-                    .and(col("l_quantity").lt(lit(24))),
-            )
+            .filter(q06_filter())
             .group_by([])
-            .agg([(col("l_extendedprice") * col("l_discount"))
-                .sum()
-                .alias("revenue")])
+            .agg([revenue()])
             .collect()
             .expect("Q6 runs")
     };

@@ -1,7 +1,7 @@
 //! Numeric functions: ABS, ROUND, FLOOR, CEIL, SQRT.
 
 use morsel_planner::ScalarFunc;
-use morsel_storage::{Buffer, Column, PrimitiveColumn};
+use morsel_storage::{Buffer, Column, DataType, NativeType, PrimitiveColumn};
 
 use crate::error::{ExecError, ExecResult};
 
@@ -32,6 +32,26 @@ pub fn round_f64(v: f64, digits: i64) -> f64 {
     }
 }
 
+/// `abs` over integers; the smallest value has no absolute value, which is an overflow.
+fn int_abs<T: NativeType>(
+    x: &PrimitiveColumn<T>,
+    abs: fn(T) -> Option<T>,
+    ty: DataType,
+) -> ExecResult<PrimitiveColumn<T>> {
+    let mut out = Vec::with_capacity(x.len());
+    for (i, v) in x.values().iter().enumerate() {
+        out.push(match abs(*v) {
+            Some(a) => a,
+            None if !x.is_valid(i) => T::default(),
+            None => return Err(ExecError::Overflow { op: "abs", ty }),
+        });
+    }
+    Ok(PrimitiveColumn::new(
+        Buffer::from_vec(out),
+        x.validity().cloned(),
+    ))
+}
+
 pub fn unary(
     func: ScalarFunc,
     c: &Column,
@@ -39,42 +59,10 @@ pub fn unary(
 ) -> ExecResult<Column> {
     Ok(match (func, c) {
         (ScalarFunc::Abs, Column::Int32(x)) => {
-            let mut out = Vec::with_capacity(x.len());
-            for (i, v) in x.values().iter().enumerate() {
-                out.push(match v.checked_abs() {
-                    Some(a) => a,
-                    None if !x.is_valid(i) => 0,
-                    None => {
-                        return Err(ExecError::Overflow {
-                            op: "abs",
-                            ty: morsel_storage::DataType::Int32,
-                        })
-                    }
-                });
-            }
-            Column::Int32(PrimitiveColumn::new(
-                Buffer::from_vec(out),
-                x.validity().cloned(),
-            ))
+            Column::Int32(int_abs(x, i32::checked_abs, DataType::Int32)?)
         }
         (ScalarFunc::Abs, Column::Int64(x)) => {
-            let mut out = Vec::with_capacity(x.len());
-            for (i, v) in x.values().iter().enumerate() {
-                out.push(match v.checked_abs() {
-                    Some(a) => a,
-                    None if !x.is_valid(i) => 0,
-                    None => {
-                        return Err(ExecError::Overflow {
-                            op: "abs",
-                            ty: morsel_storage::DataType::Int64,
-                        })
-                    }
-                });
-            }
-            Column::Int64(PrimitiveColumn::new(
-                Buffer::from_vec(out),
-                x.validity().cloned(),
-            ))
+            Column::Int64(int_abs(x, i64::checked_abs, DataType::Int64)?)
         }
         (ScalarFunc::Abs, Column::Float64(x)) => map_f64(x, f64::abs),
         (ScalarFunc::Floor, Column::Float64(x)) => map_f64(x, f64::floor),

@@ -96,13 +96,8 @@ impl Binder<'_> {
                 expr,
                 pattern,
                 escape_char: None,
-            } => Expr::Like {
-                expr: b(expr)?,
-                pattern: b(pattern)?,
-                negated: *negated,
-                case_insensitive: false,
-            },
-            A::ILike {
+            }
+            | A::ILike {
                 negated,
                 any: false,
                 expr,
@@ -112,7 +107,7 @@ impl Binder<'_> {
                 expr: b(expr)?,
                 pattern: b(pattern)?,
                 negated: *negated,
-                case_insensitive: true,
+                case_insensitive: matches!(e, A::ILike { .. }),
             },
             A::Cast {
                 kind,

@@ -298,6 +298,21 @@ impl Binder<'_> {
             }
         }
 
+        // The select list's output names, for keys given as an ordinal or an alias.
+        let out_names = PlanSchema::new(
+            items
+                .iter()
+                .map(|it| {
+                    morsel_planner::PlanField::new(
+                        None,
+                        it.expr.output_name(),
+                        morsel_storage::DataType::Null,
+                        true,
+                    )
+                })
+                .collect(),
+        );
+
         // GROUP BY keys: an ordinal or alias of the select list, or an input expression.
         let mut group = Vec::new();
         match &s.group_by {
@@ -313,22 +328,7 @@ impl Binder<'_> {
                         ast::Expr::Identifier(i) if input.has(&ColumnRef::new(i.value.clone())) => {
                             None
                         }
-                        _ => {
-                            let names = PlanSchema::new(
-                                items
-                                    .iter()
-                                    .map(|it| {
-                                        morsel_planner::PlanField::new(
-                                            None,
-                                            it.expr.output_name(),
-                                            morsel_storage::DataType::Null,
-                                            true,
-                                        )
-                                    })
-                                    .collect(),
-                            );
-                            self.output_key(g, &names, &[])?
-                        }
+                        _ => self.output_key(g, &out_names, &[])?,
                     };
                     let e = match by_output {
                         Some(k) => items[k].expr.clone().unalias(),
@@ -353,19 +353,6 @@ impl Binder<'_> {
             .transpose()?;
 
         // ORDER BY keys that name output columns; the rest are bound against the input.
-        let out_names = PlanSchema::new(
-            items
-                .iter()
-                .map(|it| {
-                    morsel_planner::PlanField::new(
-                        None,
-                        it.expr.output_name(),
-                        morsel_storage::DataType::Null,
-                        true,
-                    )
-                })
-                .collect(),
-        );
         let mut order_keys = Vec::with_capacity(order.len());
         for o in order {
             order_keys.push(match self.output_key(&o.expr, &out_names, &items)? {

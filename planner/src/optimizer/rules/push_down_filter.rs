@@ -64,6 +64,22 @@ fn remap(e: &Expr, map: &dyn Fn(&ColumnRef) -> Option<Expr>) -> Option<Expr> {
     ok.then_some(out)
 }
 
+/// Splits `preds` into those whose columns all map through `map` (rewritten, to go below)
+/// and the rest (unchanged, to stay above).
+fn partition_remap(
+    preds: Vec<Expr>,
+    map: &dyn Fn(&ColumnRef) -> Option<Expr>,
+) -> (Vec<Expr>, Vec<Expr>) {
+    let (mut down, mut kept) = (Vec::new(), Vec::new());
+    for p in preds {
+        match remap(&p, map) {
+            Some(q) => down.push(q),
+            None => kept.push(p),
+        }
+    }
+    (down, kept)
+}
+
 /// Pushes `preds` (conjuncts) into `plan` as far as they go.
 fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
     match plan {
@@ -97,13 +113,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                     _ => None,
                 }
             };
-            let (mut down, mut kept) = (Vec::new(), Vec::new());
-            for p in preds {
-                match remap(&p, &passthrough) {
-                    Some(q) => down.push(q),
-                    None => kept.push(p),
-                }
-            }
+            let (down, kept) = partition_remap(preds, &passthrough);
             let input = push(*input, down)?;
             Ok(keep_above(
                 LogicalPlan::Projection {
@@ -126,13 +136,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                     .ok()
                     .map(|i| Expr::Column(inner.field(i).column_ref()))
             };
-            let (mut down, mut kept) = (Vec::new(), Vec::new());
-            for p in preds {
-                match remap(&p, &map) {
-                    Some(q) => down.push(q),
-                    None => kept.push(p),
-                }
-            }
+            let (down, kept) = partition_remap(preds, &map);
             let input = push(*input, down)?;
             Ok(keep_above(
                 LogicalPlan::SubqueryAlias {
@@ -157,13 +161,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                     _ => None,
                 }
             };
-            let (mut down, mut kept) = (Vec::new(), Vec::new());
-            for p in preds {
-                match remap(&p, &map) {
-                    Some(q) => down.push(q),
-                    None => kept.push(p),
-                }
-            }
+            let (down, kept) = partition_remap(preds, &map);
             let input = push(*input, down)?;
             Ok(keep_above(
                 LogicalPlan::Aggregate {
