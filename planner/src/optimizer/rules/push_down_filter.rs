@@ -30,9 +30,69 @@ impl OptimizerRule for PushDownFilter {
 
 fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
     match plan {
-        LogicalPlan::Filter { input, predicate } => push(*input, predicate.split_conjunction()),
+        LogicalPlan::Filter { input, predicate } => push(*input, conjuncts(predicate)),
         other => other.map_children(rewrite),
     }
+}
+
+/// The conjuncts of `e`, with terms common to every branch of an OR factored out:
+/// `(a AND b) OR (a AND c)` gives `a` and `b OR c`, so a join condition repeated in each
+/// branch (TPC-H Q19) becomes a join key instead of a filter over a cross product.
+fn conjuncts(e: Expr) -> Vec<Expr> {
+    let mut out = Vec::new();
+    for c in e.split_conjunction() {
+        out.extend(factor_or(c));
+    }
+    out
+}
+
+fn split_disjunction(e: Expr) -> Vec<Expr> {
+    match e {
+        Expr::Binary {
+            left,
+            op: BinaryOp::Or,
+            right,
+        } => {
+            let mut v = split_disjunction(*left);
+            v.extend(split_disjunction(*right));
+            v
+        }
+        e => vec![e],
+    }
+}
+
+fn factor_or(e: Expr) -> Vec<Expr> {
+    if !matches!(
+        e,
+        Expr::Binary {
+            op: BinaryOp::Or,
+            ..
+        }
+    ) {
+        return vec![e];
+    }
+    let branches: Vec<Vec<Expr>> = split_disjunction(e.clone())
+        .into_iter()
+        .map(Expr::split_conjunction)
+        .collect();
+    let common: Vec<Expr> = branches[0]
+        .iter()
+        .filter(|t| branches[1..].iter().all(|b| b.contains(t)))
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        return vec![e];
+    }
+    let rest: Vec<Option<Expr>> = branches
+        .into_iter()
+        .map(|b| Expr::conjunction(b.into_iter().filter(|t| !common.contains(t)).collect()))
+        .collect();
+    let mut out = common;
+    // A branch left with nothing is always true, and so is the whole OR.
+    if rest.iter().all(Option::is_some) {
+        out.extend(rest.into_iter().flatten().reduce(|a, b| a.or(b)));
+    }
+    out
 }
 
 /// Whether every column of `e` resolves in `schema`.
@@ -85,7 +145,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
     match plan {
         LogicalPlan::Filter { input, predicate } => {
             let mut all = preds;
-            all.extend(predicate.split_conjunction());
+            all.extend(conjuncts(predicate));
             push(*input, all)
         }
         LogicalPlan::Scan(mut scan) => {
@@ -186,12 +246,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             // An inner join's residual filter is just another conjunct over both sides.
             let mut filter = filter;
             if kind == JoinKind::Inner {
-                all.extend(
-                    filter
-                        .take()
-                        .map(Expr::split_conjunction)
-                        .unwrap_or_default(),
-                );
+                all.extend(filter.take().map(conjuncts).unwrap_or_default());
             }
             let (mut to_left, mut to_right, mut residual, mut kept) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -252,5 +307,30 @@ fn equi_key(p: &Expr, ls: &PlanSchema, rs: &PlanSchema) -> Option<(Expr, Expr)> 
         Some((b.clone(), a.clone()))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conjuncts;
+    use crate::expr::col;
+
+    #[test]
+    fn factors_terms_common_to_every_or_branch() {
+        let (a, b, c) = (
+            col("a").eq(col("x")),
+            col("b").gt(col("y")),
+            col("c").lt(col("z")),
+        );
+        let e = a.clone().and(b.clone()).or(c.clone().and(a.clone()));
+        let got: Vec<String> = conjuncts(e).iter().map(ToString::to_string).collect();
+        assert_eq!(got, vec!["a = x", "(b > y) OR (c < z)"]);
+        // A branch that is only the common term makes the OR always true.
+        let e = a.clone().or(a.clone().and(b.clone()));
+        let got: Vec<String> = conjuncts(e).iter().map(ToString::to_string).collect();
+        assert_eq!(got, vec!["a = x"]);
+        // Nothing in common: unchanged.
+        let e = b.clone().or(c.clone());
+        assert_eq!(conjuncts(e.clone()), vec![e]);
     }
 }
