@@ -10,7 +10,9 @@ workload | morsel ms | DuckDB ms | Polars ms | morsel / best peer, plus CPU seco
 and, for TPC-H over CSV, peak memory (max RSS from /usr/bin/time -v), per engine.
 
 Every engine runs each query in its own process, `--runs` times; the time is the median of
-those runs, measured inside the process (start-up and table registration excluded). Threads
+those runs, measured inside the process (start-up and table registration excluded) up to a
+columnar result (morsel's batches, DuckDB's Arrow table, Polars' DataFrame); converting it
+to rows for the comparison is not timed. Threads
 are pinned equal: DuckDB `SET threads`, POLARS_MAX_THREADS, MORSEL_THREADS. Results are
 compared with morsel's: same row count and, cell by cell, equal text or numbers within a
 relative 1e-6 (engines add doubles in different orders). A mismatch is marked in the table.
@@ -35,10 +37,15 @@ TABLES = ["nation", "region", "part", "supplier", "partsupp", "customer", "order
 
 
 def venv_python():
+    """The venv's Python, created and brought in line with requirements.txt when needed."""
     py = os.path.join(VENV, "bin", "python")
+    wanted = open(os.path.join(HERE, "requirements.txt")).read()
+    stamp = os.path.join(VENV, "installed-requirements.txt")
     if not os.path.exists(py):
         subprocess.check_call([sys.executable, "-m", "venv", VENV])
+    if not os.path.exists(stamp) or open(stamp).read() != wanted:
         subprocess.check_call([py, "-m", "pip", "install", "-q", "-r", os.path.join(HERE, "requirements.txt")])
+        open(stamp, "w").write(wanted)
     return py
 
 
@@ -58,9 +65,13 @@ def worker(args):
         for name, path in setup["tables"].items():
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_csv('{path}')")
 
+        # Timed: the query to a columnar (Arrow) result, like morsel's batches; turning it
+        # into Python rows for the comparison happens after timing.
         def run():
-            r = con.execute(sql)
-            return [d[0] for d in r.description], r.fetchall()
+            return con.sql(sql).fetch_arrow_table()
+
+        def rows_of(t):
+            return t.column_names, [tuple(r.values()) for r in t.to_pylist()]
     else:
         os.environ["POLARS_MAX_THREADS"] = str(threads)
         import polars as pl
@@ -72,7 +83,9 @@ def worker(args):
             ctx.register(name, pl.read_csv(path, try_parse_dates=True).lazy())
 
         def run():
-            df = ctx.execute(sql).collect()
+            return ctx.execute(sql).collect()
+
+        def rows_of(df):
             return df.columns, df.rows()
 
     times = []
@@ -81,7 +94,7 @@ def worker(args):
         t = time.perf_counter()
         result = run()
         times.append((time.perf_counter() - t) * 1e3)
-    cols, rows = result
+    cols, rows = rows_of(result)
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use memchr::{memchr, memrchr};
 
-use super::error::CsvError;
+use super::error::{CsvError, CsvErrorKind};
 use super::input::CsvInput;
 use super::tokenize::{Dialect, Tokenizer};
 
@@ -115,6 +115,11 @@ impl BlockSplitter {
                 None => want = want.saturating_mul(2),
             }
         };
+        // Field positions inside a block are u32: a single record over 4 GiB is refused.
+        if cut > u32::MAX as usize {
+            let kind = CsvErrorKind::Io(std::io::Error::other("a record longer than 4 GiB cannot be read"));
+            return Err(CsvError::new(self.name.name(), kind).at_line(self.line));
+        }
         let mut cut = cut;
         if let Some(left) = self.rows_left {
             let (count, end) = count_records(&self.pending[..cut], left, &self.dialect);
