@@ -114,7 +114,7 @@ def timed(cmd, env=None):
 
 
 def cells_equal(a, b):
-    if a == b:
+    if a == b or a.lower() == b.lower():  # True / true
         return True
     try:
         x, y = float(a), float(b)
@@ -183,6 +183,8 @@ def tpch(py, args, threads):
     return rows
 
 
+# (workload as the suite names it, SQL, whether row order is part of the answer). Tables
+# t, l, r are the suite's 1M-row in-memory tables; f is the suite's 1M-row CSV file.
 SUITE = [
     ("arithmetic_chain", "SELECT ((a + b) * c - d) / e + a FROM t", True),
     ("nullable_compare", "SELECT a < b FROM t", True),
@@ -195,12 +197,17 @@ SUITE = [
     ("group_by_string", "SELECT s, sum(a) FROM t GROUP BY s", False),
     ("sort_two_keys", "SELECT k16, a FROM t ORDER BY k16, a", True),
     ("top_k", "SELECT a FROM t ORDER BY a DESC LIMIT 10", True),
+    ("concat", "SELECT a FROM t UNION ALL SELECT b FROM t", True),
     ("inner_join", "SELECT count(*), sum(l.v + r.w) FROM l JOIN r ON l.k = r.k", True),
+    ("csv_read", "SELECT * FROM f", True),
+    ("csv_filter_aggregate", "SELECT k, sum(y), count(*) FROM f WHERE x > 0.5 GROUP BY k", False),
 ]
 
 
 def suite(py, args, threads):
-    """The suite at 1M rows (no nulls): morsel's times from the suite's own output."""
+    """The suite at 1M rows (no NULLs). morsel's times come from the suite's own output (tables
+    in memory, as for the peers); its answers, for the comparison, from the morsel CLI over
+    the same data exported as CSV."""
     n = 1_000_000
     export = os.path.join(ROOT, "target", "bench-data", "export")
     env = dict(os.environ, MORSEL_THREADS=str(threads), BENCH_EXPORT=export, BENCH_REPS=str(args.runs))
@@ -212,14 +219,25 @@ def suite(py, args, threads):
         if r["rows"] == str(n) and r["null_density"] == "0":
             key = r["workload"] + (" " + r["group_shape"] if r["workload"] == "grouped_sum_count" else "")
             ours[key] = float(r["median_ns"]) / 1e6
-    tables = {"t": os.path.join(export, f"t_{n}_0.csv"), "l": os.path.join(export, f"l_{n}.csv"), "r": os.path.join(export, f"r_{n}.csv")}
+    files = {"t": os.path.join(export, f"t_{n}_0.csv"), "l": os.path.join(export, f"l_{n}.csv"), "r": os.path.join(export, f"r_{n}.csv")}
+    csv_file = os.path.join(ROOT, "target", "bench-data", f"suite_{n}.csv")
     rows = []
-    for name, sql, _ordered in SUITE:
+    for name, sql, ordered in SUITE:
+        on_csv = name.startswith("csv_")
+        setup = {"views": {"f": csv_file}, "tables": {}} if on_csv else {"views": {}, "tables": files}
+        stem = os.path.join(OUT, f"suite-t{threads}-{name.replace(' ', '_')}")
+        # morsel's answer: the same SQL with each table name replaced by its file.
+        cli_sql = re.sub(r"\b(FROM|JOIN) (t|l|r|f)\b", lambda m: f"{m.group(1)} '{(setup['views'] or setup['tables'])[m.group(2)]}' {m.group(2)}", sql)
+        with open(stem + ".morsel.csv", "w") as f:
+            subprocess.run([os.path.join(ROOT, "target", "release", "morsel"), "--format", "csv", cli_sql], stdout=f, check=True,
+                           env=dict(os.environ, MORSEL_THREADS=str(threads)))
         res = {"morsel": {"ms": ours.get(name)}}
         for engine in ("duckdb", "polars"):
-            outp = os.path.join(OUT, f"suite-t{threads}-{name.replace(' ', '_')}.{engine}.csv")
-            res[engine] = peer(py, engine, sql, {"views": {}, "tables": tables}, args.runs, threads, outp)
-        rows.append((f"{name} (1M rows, in memory)", res))
+            res[engine] = peer(py, engine, sql, setup, args.runs, threads, f"{stem}.{engine}.csv")
+            if "ms" in res[engine]:
+                res[engine]["agrees"] = same_result(stem + ".morsel.csv", f"{stem}.{engine}.csv", ordered)
+        where = "from CSV" if on_csv else "in memory"
+        rows.append((f"{name} (1M rows, {where})", res))
         print(f"  {name}: " + ", ".join(f"{e} {fmt(r.get('ms'))}" for e, r in res.items()), file=sys.stderr)
     return rows
 
@@ -267,6 +285,7 @@ def main():
     args = p.parse_args()
     py = venv_python()
     subprocess.check_call(["cargo", "bench", "--no-run", "--bench", "tpch", "--bench", "suite"], cwd=ROOT)
+    subprocess.check_call(["cargo", "build", "--release", "--bin", "morsel"], cwd=ROOT)
     # Stable names for the freshly built benchmark binaries.
     for name in ("tpch", "suite"):
         built = subprocess.run(["cargo", "bench", "--no-run", "--bench", name, "--message-format", "json"], cwd=ROOT,

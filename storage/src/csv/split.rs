@@ -117,7 +117,9 @@ impl BlockSplitter {
         };
         // Field positions inside a block are u32: a single record over 4 GiB is refused.
         if cut > u32::MAX as usize {
-            let kind = CsvErrorKind::Io(std::io::Error::other("a record longer than 4 GiB cannot be read"));
+            let kind = CsvErrorKind::Io(std::io::Error::other(
+                "a record longer than 4 GiB cannot be read",
+            ));
             return Err(CsvError::new(self.name.name(), kind).at_line(self.line));
         }
         let mut cut = cut;
