@@ -90,6 +90,17 @@ impl Binder<'_> {
                 }
                 let quoted_path = parts.len() == 1 && parts[0].quote_style == Some('\'');
                 if !quoted_path {
+                    let cte = self
+                        .ctes
+                        .borrow()
+                        .iter()
+                        .rev()
+                        .find(|(n, _)| n.eq_ignore_ascii_case(&text))
+                        .map(|(_, p)| p.clone());
+                    if let Some(plan) = cte {
+                        let alias = alias.unwrap_or_else(|| text.clone());
+                        return Ok(PlanBuilder::from_plan(plan).alias(alias));
+                    }
                     if let Some(source) = self.catalog.table(&text) {
                         let alias = alias.unwrap_or_else(|| text.clone());
                         return Ok(PlanBuilder::scan(text, alias, source));
@@ -166,7 +177,14 @@ impl Binder<'_> {
         match constraint {
             ast::JoinConstraint::On(e) => {
                 let both = left.schema().join(right.schema(), false);
+                let pending = self.scalar_subqueries.borrow().len();
                 let cond = self.expr(e, &both)?;
+                if self.scalar_subqueries.borrow().len() > pending {
+                    self.scalar_subqueries.borrow_mut().truncate(pending);
+                    return Err(SqlError::unsupported(
+                        "scalar subqueries in a join condition",
+                    ));
+                }
                 Ok(left.join_on(right, kind, Some(cond))?)
             }
             ast::JoinConstraint::Using(names) => {

@@ -6,7 +6,9 @@ mod functions;
 mod query;
 mod types;
 
-use morsel_planner::LogicalPlan;
+use std::cell::RefCell;
+
+use morsel_planner::{LogicalPlan, PlanBuilder};
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
 
@@ -26,7 +28,7 @@ pub enum Statement {
 
 /// Binds one parsed statement against `catalog`.
 pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Statement, SqlError> {
-    let binder = Binder { catalog };
+    let binder = Binder::new(catalog);
     match stmt {
         ast::Statement::Query(q) => Ok(Statement::Query(binder.query(q)?.build())),
         ast::Statement::Explain {
@@ -72,4 +74,18 @@ fn statement_kind(stmt: &ast::Statement) -> String {
 
 pub(crate) struct Binder<'a> {
     catalog: &'a dyn Catalog,
+    /// Common table expressions in scope, innermost last.
+    ctes: RefCell<Vec<(String, LogicalPlan)>>,
+    /// Scalar subqueries bound inside the expression being bound, waiting to be joined in.
+    scalar_subqueries: RefCell<Vec<PlanBuilder>>,
+}
+
+impl<'a> Binder<'a> {
+    fn new(catalog: &'a dyn Catalog) -> Self {
+        Self {
+            catalog,
+            ctes: RefCell::default(),
+            scalar_subqueries: RefCell::default(),
+        }
+    }
 }

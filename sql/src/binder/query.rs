@@ -6,7 +6,7 @@
 //! columns, and anything left that is neither grouped nor aggregated is an error.
 
 use morsel_planner::expr::coerce;
-use morsel_planner::{ColumnRef, Expr, PlanBuilder, PlanSchema, SortExpr};
+use morsel_planner::{ColumnRef, Expr, JoinKind, PlanBuilder, PlanSchema, SortExpr};
 use sqlparser::ast::{self, Spanned};
 
 use super::Binder;
@@ -29,9 +29,32 @@ enum OrderKey {
 
 impl Binder<'_> {
     pub(crate) fn query(&self, q: &ast::Query) -> Result<PlanBuilder, SqlError> {
-        if q.with.is_some() {
-            return Err(SqlError::unsupported("WITH (common table expressions)").at(q.span()));
+        // WITH: each CTE is bound once, in order (a CTE may use the ones before it), and is in
+        // scope for the rest of this query; referencing it twice plans it twice.
+        let scope = self.ctes.borrow().len();
+        if let Some(with) = &q.with {
+            if with.recursive {
+                return Err(SqlError::unsupported("WITH RECURSIVE").at(q.span()));
+            }
+            for cte in &with.cte_tables {
+                if !cte.alias.columns.is_empty() {
+                    return Err(
+                        SqlError::unsupported("column names on a common table expression")
+                            .at(cte.alias.name.span),
+                    );
+                }
+                let plan = self.query(&cte.query)?.build();
+                self.ctes
+                    .borrow_mut()
+                    .push((cte.alias.name.value.clone(), plan));
+            }
         }
+        let result = self.query_body(q);
+        self.ctes.borrow_mut().truncate(scope);
+        result
+    }
+
+    fn query_body(&self, q: &ast::Query) -> Result<PlanBuilder, SqlError> {
         let order = match &q.order_by {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
@@ -227,8 +250,18 @@ impl Binder<'_> {
             }
         };
         let mut b = self.from(&s.from)?;
+        let pending = self.scalar_subqueries.borrow().len();
         if let Some(w) = &s.selection {
             let pred = self.expr(w, b.schema())?;
+            // Scalar subqueries in WHERE: each yields exactly one row, joined in as a column.
+            let subqueries: Vec<PlanBuilder> = self
+                .scalar_subqueries
+                .borrow_mut()
+                .drain(pending..)
+                .collect();
+            for sub in subqueries {
+                b = b.join(sub, JoinKind::Inner, Vec::new(), None)?;
+            }
             if pred.contains_aggregate() {
                 return Err(
                     SqlError::invalid("aggregates are not allowed in WHERE; use HAVING")
@@ -238,6 +271,7 @@ impl Binder<'_> {
             b = b.filter(pred).map_err(|e| SqlError::from(e).at(w.span()))?;
         }
         let input = b.schema().clone();
+        let pending = self.scalar_subqueries.borrow().len();
 
         // The select list, bound against the FROM scope: (expression, its syntax).
         let mut items: Vec<Item> = Vec::new();
@@ -361,6 +395,10 @@ impl Binder<'_> {
             });
         }
 
+        if self.scalar_subqueries.borrow().len() > pending {
+            self.scalar_subqueries.borrow_mut().truncate(pending);
+            return Err(SqlError::unsupported("scalar subqueries outside WHERE").at(s.span()));
+        }
         let aggregating = !group.is_empty()
             || items.iter().any(|it| it.expr.contains_aggregate())
             || having.as_ref().is_some_and(|(h, _)| h.contains_aggregate())
