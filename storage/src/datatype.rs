@@ -28,10 +28,6 @@ impl DataType {
         matches!(self, DataType::Int32 | DataType::Int64 | DataType::Float64)
     }
 
-    pub fn is_temporal(self) -> bool {
-        matches!(self, DataType::Date32 | DataType::Timestamp)
-    }
-
     /// The SQL spelling used in EXPLAIN, DESCRIBE and error messages.
     pub fn sql_name(self) -> &'static str {
         match self {

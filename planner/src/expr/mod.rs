@@ -70,18 +70,6 @@ impl BinaryOp {
         )
     }
 
-    pub fn is_arithmetic(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Plus
-                | BinaryOp::Minus
-                | BinaryOp::Multiply
-                | BinaryOp::Divide
-                | BinaryOp::IntDivide
-                | BinaryOp::Modulo
-        )
-    }
-
     pub fn symbol(self) -> &'static str {
         match self {
             BinaryOp::Plus => "+",

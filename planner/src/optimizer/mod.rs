@@ -18,22 +18,6 @@ pub struct Transformed<T> {
     pub changed: bool,
 }
 
-impl<T> Transformed<T> {
-    pub fn yes(data: T) -> Self {
-        Self {
-            data,
-            changed: true,
-        }
-    }
-
-    pub fn no(data: T) -> Self {
-        Self {
-            data,
-            changed: false,
-        }
-    }
-}
-
 pub trait OptimizerRule: Send + Sync {
     fn name(&self) -> &'static str;
     fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>>;
