@@ -20,6 +20,8 @@ pub enum ExecError {
     DivisionByZero { op: &'static str },
     #[error("cannot cast {value:?} to {}", .to.sql_name())]
     Cast { value: String, to: DataType },
+    #[error("more than one row returned by a subquery used as an expression")]
+    SubqueryRows,
     #[error("{0} is not supported yet")]
     Unsupported(String),
     #[error("query cancelled")]

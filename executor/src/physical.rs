@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use morsel_planner::{Expr, LogicalPlan, PlanSchema, TableSource};
+use morsel_planner::{Expr, JoinKind, LogicalPlan, PlanSchema, TableSource};
 use morsel_storage::{Batch, Column, SchemaRef};
 
 use crate::context::ExecContext;
@@ -17,7 +17,7 @@ use crate::expr::{compile, PhysExpr};
 use crate::operator::aggregate::{AggSpec, AggregateSink};
 use crate::operator::collect::CollectSink;
 use crate::operator::filter::FilterOp;
-use crate::operator::hash_join::{HashProbeOp, JoinTable};
+use crate::operator::hash_join::{HashProbeOp, JoinTable, MatchedRows};
 use crate::operator::limit::LimitSink;
 use crate::operator::project::ProjectOp;
 use crate::operator::sort::{SortKey, SortSink};
@@ -245,27 +245,60 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 &relabel(build_side, &storage_schema(right.schema()))?,
             )?;
             let table = Arc::new(JoinTable::new(build_batch, &build_keys)?);
+            let pair_schema = left.schema().join(right.schema(), false);
+            let tracks_build = matches!(kind, JoinKind::Right | JoinKind::Full);
+            let matched = tracks_build.then(|| Arc::new(MatchedRows::new(table.num_rows())));
             let mut pipe = build(left, ctx)?;
+            let out_schema = storage_schema(schema);
             pipe.ops.push(Box::new(HashProbeOp {
-                table,
+                table: table.clone(),
                 probe_keys,
                 kind: *kind,
-                filter: filter.as_ref().map(|f| compile(f, schema)).transpose()?,
-                schema: storage_schema(schema),
+                filter: filter
+                    .as_ref()
+                    .map(|f| compile(f, &pair_schema))
+                    .transpose()?,
+                pair_schema: storage_schema(&pair_schema),
+                schema: out_schema.clone(),
+                matched: matched.clone(),
             }));
             pipe.schema = schema.clone();
-            pipe
+            match matched {
+                // Right and full joins end once every probe row has been seen: the build rows
+                // nothing matched follow the probe output, in build order.
+                Some(matched) => {
+                    let mut out = relabel(pipe.run(ctx, &CollectSink)?, &out_schema)?;
+                    out.push(table.unmatched(
+                        &matched,
+                        &storage_schema(left.schema()),
+                        &out_schema,
+                    )?);
+                    materialized("join", out, schema)
+                }
+                None => pipe,
+            }
         }
     })
 }
 
 fn agg_spec(e: &Expr, schema: &PlanSchema) -> ExecResult<AggSpec> {
     match e.clone().unalias() {
-        Expr::Aggregate { distinct: true, .. } => {
-            Err(ExecError::Unsupported(format!("DISTINCT aggregates ({e})")))
-        }
-        Expr::Aggregate { func, args, .. } => {
+        Expr::Aggregate {
+            func,
+            args,
+            distinct,
+        } => {
             let arg = args.first();
+            let constant = match args.get(1) {
+                Some(Expr::Literal(v)) => Some(v.clone()),
+                Some(other) => {
+                    return Err(ExecError::Internal(format!(
+                        "non-constant second argument {other} of {}()",
+                        func.name()
+                    )))
+                }
+                None => None,
+            };
             Ok(AggSpec {
                 func,
                 arg: arg.map(|a| compile(a, schema)).transpose()?,
@@ -273,6 +306,8 @@ fn agg_spec(e: &Expr, schema: &PlanSchema) -> ExecResult<AggSpec> {
                     Some(a) => a.data_type(schema)?,
                     None => morsel_storage::DataType::Int64,
                 },
+                distinct,
+                constant,
             })
         }
         other => Err(ExecError::Internal(format!("{other} is not an aggregate"))),

@@ -127,6 +127,20 @@ impl PlanSchema {
         Self { fields }
     }
 
+    /// The same fields, all nullable (the outer side of an outer join).
+    pub fn nullable(&self) -> Self {
+        Self {
+            fields: self
+                .fields
+                .iter()
+                .map(|f| PlanField {
+                    nullable: true,
+                    ..f.clone()
+                })
+                .collect(),
+        }
+    }
+
     /// The storage schema (names without relations).
     pub fn to_schema(&self) -> Schema {
         Schema::new(

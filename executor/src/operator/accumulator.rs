@@ -3,6 +3,7 @@
 //! Float sums are added row by row in morsel order within a morsel's partial, and partials are
 //! merged in morsel order, so `SUM(double)` is the same bit pattern at any thread count.
 
+use hashbrown::HashSet;
 use morsel_planner::AggFunc;
 use morsel_storage::{
     Buffer, Column, ColumnBuilder, DataType, PrimitiveBuilder, PrimitiveColumn, ScalarValue,
@@ -36,6 +37,43 @@ pub enum Accumulator {
         min: bool,
         ty: DataType,
         values: Vec<Option<ScalarValue>>,
+    },
+    /// Variances and standard deviations: count, mean and the sum of squared deviations per
+    /// group (Welford's update; partials combined with Chan et al.'s pairwise formula).
+    Moments {
+        func: AggFunc,
+        n: Vec<f64>,
+        mean: Vec<f64>,
+        m2: Vec<f64>,
+    },
+    /// MEDIAN / QUANTILE_CONT: every value of the group, sorted when finishing.
+    Quantile {
+        q: f64,
+        values: Vec<Vec<f64>>,
+    },
+    /// STRING_AGG: the group's values in input order joined by `sep`.
+    StringAgg {
+        sep: String,
+        values: Vec<Option<String>>,
+    },
+    /// BOOL_AND (`and`) / BOOL_OR.
+    Bool {
+        and: bool,
+        values: Vec<Option<bool>>,
+    },
+    /// A scalar subquery's value: the only row of the group.
+    Single {
+        ty: DataType,
+        values: Vec<Option<ScalarValue>>,
+        rows: Vec<u32>,
+    },
+    /// `func(DISTINCT x)`: each group's distinct non-NULL values (encoded key and value) in
+    /// first-seen order, fed to a plain `func` state when finishing.
+    Distinct {
+        func: AggFunc,
+        ty: DataType,
+        seen: Vec<HashSet<Box<[u8]>>>,
+        values: Vec<Vec<(Box<[u8]>, ScalarValue)>>,
     },
 }
 
@@ -80,9 +118,54 @@ fn better(min: bool, a: &ScalarValue, b: &ScalarValue) -> bool {
 }
 
 impl Accumulator {
-    /// A state for `func` over arguments of type `arg` (ignored for `count(*)`).
-    pub fn new(func: AggFunc, arg: DataType) -> ExecResult<Self> {
+    /// A state for `func` over arguments of type `arg` (ignored for `count(*)`); `constant`
+    /// is the constant second argument (a quantile's fraction, string_agg's separator).
+    pub fn new(
+        func: AggFunc,
+        arg: DataType,
+        distinct: bool,
+        constant: Option<&ScalarValue>,
+    ) -> ExecResult<Self> {
+        if distinct && func != AggFunc::CountStar {
+            return Ok(Accumulator::Distinct {
+                func,
+                ty: arg,
+                seen: Vec::new(),
+                values: Vec::new(),
+            });
+        }
         Ok(match (func, arg) {
+            (AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop, _) => {
+                Accumulator::Moments {
+                    func,
+                    n: Vec::new(),
+                    mean: Vec::new(),
+                    m2: Vec::new(),
+                }
+            }
+            (AggFunc::Median | AggFunc::QuantileCont, _) => Accumulator::Quantile {
+                q: match constant {
+                    Some(ScalarValue::Float64(q)) => *q,
+                    _ => 0.5,
+                },
+                values: Vec::new(),
+            },
+            (AggFunc::StringAgg, _) => Accumulator::StringAgg {
+                sep: match constant {
+                    Some(ScalarValue::Utf8(s)) => s.clone(),
+                    _ => ",".into(),
+                },
+                values: Vec::new(),
+            },
+            (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Accumulator::Bool {
+                and: func == AggFunc::BoolAnd,
+                values: Vec::new(),
+            },
+            (AggFunc::Single, ty) => Accumulator::Single {
+                ty,
+                values: Vec::new(),
+                rows: Vec::new(),
+            },
             (AggFunc::Count | AggFunc::CountStar, _) => Accumulator::Count(Vec::new()),
             (AggFunc::Sum, DataType::Int64) => Accumulator::SumInt {
                 sums: Vec::new(),
@@ -130,6 +213,22 @@ impl Accumulator {
                 counts.resize(n, 0);
             }
             Accumulator::Extreme { values, .. } => values.resize(n, None),
+            Accumulator::Moments { n: c, mean, m2, .. } => {
+                c.resize(n, 0.0);
+                mean.resize(n, 0.0);
+                m2.resize(n, 0.0);
+            }
+            Accumulator::Quantile { values, .. } => values.resize_with(n, Vec::new),
+            Accumulator::StringAgg { values, .. } => values.resize(n, None),
+            Accumulator::Bool { values, .. } => values.resize(n, None),
+            Accumulator::Single { values, rows, .. } => {
+                values.resize(n, None);
+                rows.resize(n, 0);
+            }
+            Accumulator::Distinct { seen, values, .. } => {
+                seen.resize_with(n, HashSet::new);
+                values.resize_with(n, Vec::new);
+            }
         }
     }
 
@@ -143,6 +242,9 @@ impl Accumulator {
             }
             return Ok(());
         };
+        if self.update_more(groups, arg)? {
+            return Ok(());
+        }
         match self {
             Accumulator::Count(c) => {
                 for (i, &g) in groups.iter().enumerate() {
@@ -204,12 +306,16 @@ impl Accumulator {
                     }
                 }
             }
+            _ => return Err(ExecError::Internal("update of an unknown state".into())),
         }
         Ok(())
     }
 
     /// Folds `other`'s group g into this state's group `mapping[g]`.
     pub fn merge(&mut self, other: Accumulator, mapping: &[u32]) -> ExecResult<()> {
+        if self.merge_more(&other, mapping)? {
+            return Ok(());
+        }
         match (self, other) {
             (Accumulator::Count(a), Accumulator::Count(b)) => {
                 for (g, v) in b.into_iter().enumerate() {
@@ -316,13 +422,14 @@ impl Accumulator {
                     .for_each(|(s, c)| b.push_option((*c > 0).then(|| s / *c as f64)));
                 Column::Float64(b.finish())
             }
-            Accumulator::Extreme { ty, values, .. } => {
+            Accumulator::Extreme { ty, values, .. } | Accumulator::Single { ty, values, .. } => {
                 let mut b = ColumnBuilder::with_capacity(ty, values.len());
                 for v in &values {
                     b.push_scalar(v.as_ref().unwrap_or(&ScalarValue::Null))?;
                 }
                 b.finish()
             }
+            other => other.finish_more()?,
         })
     }
 }

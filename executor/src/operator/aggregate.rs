@@ -4,7 +4,7 @@
 //! and float sums add in a data-determined order, whatever the number of workers.
 
 use morsel_planner::AggFunc;
-use morsel_storage::{Batch, Column, ColumnBuilder, DataType, SchemaRef};
+use morsel_storage::{Batch, Column, ColumnBuilder, DataType, ScalarValue, SchemaRef};
 
 use super::accumulator::Accumulator;
 use super::keys::{hash_key, KeyInterner, RowKeys};
@@ -17,6 +17,9 @@ pub struct AggSpec {
     pub func: AggFunc,
     pub arg: Option<PhysExpr>,
     pub arg_type: DataType,
+    pub distinct: bool,
+    /// The constant second argument, if the function takes one.
+    pub constant: Option<ScalarValue>,
 }
 
 pub struct AggregateSink {
@@ -52,7 +55,7 @@ impl AggregateSink {
             accs: self
                 .aggs
                 .iter()
-                .map(|a| Accumulator::new(a.func, a.arg_type))
+                .map(|a| Accumulator::new(a.func, a.arg_type, a.distinct, a.constant.as_ref()))
                 .collect::<ExecResult<_>>()?,
         })
     }

@@ -3,11 +3,17 @@
 //! build-row order, with no allocation per key. The probe is a streaming operator: each probe
 //! batch is matched independently, so output follows probe order and, per probe row, matches
 //! follow build-row order. NULL keys never match. With no keys the join is a cross product.
+//!
+//! One probe serves every join kind: inner and left emit pairs (left NULL-extends probe rows
+//! without a match); semi, anti and mark emit probe rows (mark with a boolean column); right
+//! and full record matched build rows in a shared bitmap, and the build rows never matched
+//! are emitted after the probe side is exhausted.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use morsel_planner::JoinKind;
-use morsel_storage::{Batch, Column, SchemaRef};
+use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
 
 use super::keys::{hash_key, KeyInterner, RowKeys};
 use crate::error::ExecResult;
@@ -21,6 +27,8 @@ pub struct JoinTable {
     keys: KeyInterner,
     starts: Vec<u32>,
     rows: Vec<u32>,
+    /// Whether some build row has a NULL key (decides `NOT IN`).
+    has_null_key: bool,
 }
 
 impl JoinTable {
@@ -61,11 +69,52 @@ impl JoinTable {
             keys,
             starts,
             rows,
+            has_null_key: encoded.has_null.iter().any(|&x| x),
         })
     }
 
     pub fn num_rows(&self) -> usize {
         self.build.num_rows()
+    }
+}
+
+/// Build rows that found a match, set from any worker (right and full joins).
+pub struct MatchedRows(Vec<AtomicU64>);
+
+impl MatchedRows {
+    pub fn new(rows: usize) -> Self {
+        Self((0..rows.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn set(&self, r: u32) {
+        self.0[r as usize / 64].fetch_or(1 << (r % 64), Ordering::Relaxed);
+    }
+
+    fn get(&self, r: usize) -> bool {
+        self.0[r / 64].load(Ordering::Relaxed) & (1 << (r % 64)) != 0
+    }
+}
+
+impl JoinTable {
+    /// The build rows no probe row matched, NULL-extended on the probe side (`probe` is the
+    /// probe side's schema), in build order: the tail of a right or full join.
+    pub fn unmatched(
+        &self,
+        matched: &MatchedRows,
+        probe: &SchemaRef,
+        schema: &SchemaRef,
+    ) -> ExecResult<Batch> {
+        let rows: Vec<u32> = (0..self.num_rows())
+            .filter(|&r| !matched.get(r))
+            .map(|r| r as u32)
+            .collect();
+        let mut columns: Vec<Column> = probe
+            .fields
+            .iter()
+            .map(|f| Column::new_null(f.data_type, rows.len()))
+            .collect();
+        columns.extend(self.build.columns().iter().map(|c| c.take(&rows)));
+        Ok(Batch::try_new(schema.clone(), columns, rows.len())?)
     }
 }
 
@@ -75,23 +124,46 @@ pub struct HashProbeOp {
     pub kind: JoinKind,
     /// Residual condition over the joined row (evaluated on candidate pairs).
     pub filter: Option<PhysExpr>,
+    /// The joined row's schema (probe columns, then build columns) the filter reads.
+    pub pair_schema: SchemaRef,
     pub schema: SchemaRef,
+    /// Where right and full joins record matched build rows.
+    pub matched: Option<Arc<MatchedRows>>,
+}
+
+/// Candidate pairs of a probe batch and which probe rows have a NULL key.
+struct Candidates {
+    probe: Vec<u32>,
+    build: Vec<u32>,
+    null_key: Vec<bool>,
 }
 
 impl HashProbeOp {
     /// Candidate (probe row, build row) pairs, in probe order then build order.
-    fn candidates(&self, batch: &Batch) -> ExecResult<(Vec<u32>, Vec<u32>)> {
+    fn candidates(&self, batch: &Batch) -> ExecResult<Candidates> {
         let n = batch.num_rows();
         let (mut p, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let build_rows = self.table.num_rows() as u32;
         if self.probe_keys.is_empty() {
+            // Without keys every pair is a candidate; a semi, anti or mark join without a
+            // filter only needs to know whether there is one.
+            let one_enough = self.filter.is_none() && !self.kind.outputs_right();
+            let per_row = if one_enough {
+                build_rows.min(1)
+            } else {
+                build_rows
+            };
             for i in 0..n as u32 {
-                for r in 0..build_rows {
+                for r in 0..per_row {
                     p.push(i);
                     b.push(r);
                 }
             }
-            return Ok((p, b));
+            return Ok(Candidates {
+                probe: p,
+                build: b,
+                null_key: vec![false; n],
+            });
         }
         let cols = self
             .probe_keys
@@ -116,13 +188,42 @@ impl HashProbeOp {
                 }
             }
         }
-        Ok((p, b))
+        Ok(Candidates {
+            probe: p,
+            build: b,
+            null_key: encoded.has_null,
+        })
     }
 
-    fn assemble(&self, batch: &Batch, p: &[u32], b: &[u32]) -> ExecResult<Batch> {
+    fn assemble(
+        &self,
+        batch: &Batch,
+        p: &[u32],
+        b: &[u32],
+        schema: &SchemaRef,
+    ) -> ExecResult<Batch> {
         let mut columns: Vec<Column> = batch.columns().iter().map(|c| c.take(p)).collect();
         columns.extend(self.table.build.columns().iter().map(|c| c.take(b)));
-        Ok(Batch::try_new(self.schema.clone(), columns, p.len())?)
+        Ok(Batch::try_new(schema.clone(), columns, p.len())?)
+    }
+
+    /// Whether each probe row has at least one surviving pair.
+    fn has_match(rows: usize, p: &[u32]) -> Vec<bool> {
+        let mut m = vec![false; rows];
+        for &i in p {
+            m[i as usize] = true;
+        }
+        m
+    }
+
+    /// The probe rows where `keep` holds, with the probe side's columns only.
+    fn probe_rows(&self, batch: &Batch, keep: impl Fn(usize) -> bool) -> ExecResult<Batch> {
+        let rows: Vec<u32> = (0..batch.num_rows())
+            .filter(|&i| keep(i))
+            .map(|i| i as u32)
+            .collect();
+        let columns = batch.columns().iter().map(|c| c.take(&rows)).collect();
+        Ok(Batch::try_new(self.schema.clone(), columns, rows.len())?)
     }
 }
 
@@ -132,9 +233,13 @@ impl Operator for HashProbeOp {
     }
 
     fn execute(&self, batch: Batch) -> ExecResult<Batch> {
-        let (mut p, mut b) = self.candidates(&batch)?;
+        let Candidates {
+            probe: mut p,
+            build: mut b,
+            null_key,
+        } = self.candidates(&batch)?;
         if let Some(f) = &self.filter {
-            let joined = self.assemble(&batch, &p, &b)?;
+            let joined = self.assemble(&batch, &p, &b, &self.pair_schema)?;
             let cond = f.evaluate(&joined)?;
             let keep = boolean::as_boolean(&cond)?.true_mask();
             let (mut p2, mut b2) = (Vec::with_capacity(p.len()), Vec::with_capacity(b.len()));
@@ -144,24 +249,62 @@ impl Operator for HashProbeOp {
             }
             (p, b) = (p2, b2);
         }
-        if self.kind == JoinKind::Left {
-            // Probe rows without a surviving match appear once, with NULLs for the build side.
-            let (mut p2, mut b2) = (Vec::with_capacity(p.len()), Vec::with_capacity(b.len()));
-            let mut j = 0;
-            for i in 0..batch.num_rows() as u32 {
-                if j < p.len() && p[j] == i {
-                    while j < p.len() && p[j] == i {
-                        p2.push(i);
-                        b2.push(b[j]);
-                        j += 1;
-                    }
-                } else {
-                    p2.push(i);
-                    b2.push(u32::MAX);
-                }
-            }
-            (p, b) = (p2, b2);
+        if let Some(m) = &self.matched {
+            b.iter().for_each(|&r| m.set(r));
         }
-        self.assemble(&batch, &p, &b)
+        let rows = batch.num_rows();
+        let t = &self.table;
+        match self.kind {
+            JoinKind::Inner | JoinKind::Right => {}
+            JoinKind::Left | JoinKind::Full => {
+                // Probe rows without a surviving match appear once, with NULLs for the build side.
+                let (mut p2, mut b2) = (Vec::with_capacity(p.len()), Vec::with_capacity(b.len()));
+                let mut j = 0;
+                for i in 0..rows as u32 {
+                    if j < p.len() && p[j] == i {
+                        while j < p.len() && p[j] == i {
+                            p2.push(i);
+                            b2.push(b[j]);
+                            j += 1;
+                        }
+                    } else {
+                        p2.push(i);
+                        b2.push(u32::MAX);
+                    }
+                }
+                (p, b) = (p2, b2);
+            }
+            JoinKind::Semi => {
+                let m = Self::has_match(rows, &p);
+                return self.probe_rows(&batch, |i| m[i]);
+            }
+            JoinKind::Anti { null_aware } => {
+                let m = Self::has_match(rows, &p);
+                if !null_aware || t.num_rows() == 0 {
+                    return self.probe_rows(&batch, |i| !m[i]);
+                }
+                // NOT IN: a NULL on either side makes the comparison unknown, never true.
+                let build_null = t.has_null_key;
+                return self.probe_rows(&batch, |i| !m[i] && !build_null && !null_key[i]);
+            }
+            JoinKind::Mark { null_aware } => {
+                let m = Self::has_match(rows, &p);
+                let unknown =
+                    |i: usize| null_aware && t.num_rows() > 0 && (t.has_null_key || null_key[i]);
+                let mark = BooleanColumn::from_options((0..rows).map(|i| {
+                    if m[i] {
+                        Some(true)
+                    } else if unknown(i) {
+                        None
+                    } else {
+                        Some(false)
+                    }
+                }));
+                let mut columns = batch.into_columns();
+                columns.push(Column::Boolean(mark));
+                return Ok(Batch::try_new(self.schema.clone(), columns, rows)?);
+            }
+        }
+        self.assemble(&batch, &p, &b, &self.schema)
     }
 }

@@ -2,6 +2,7 @@
 //! hash-join probe. Sinks ([`crate::Sink`]): collect, limit, sort, hash aggregate, join build.
 
 pub mod accumulator;
+mod accumulator_stats;
 pub mod aggregate;
 pub mod collect;
 pub mod filter;

@@ -232,9 +232,23 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             args,
             distinct,
         } => {
+            if args.len() != func.arity() {
+                return Err(PlanError::Invalid(format!(
+                    "{}() takes {} argument{}, got {}",
+                    func.name(),
+                    func.arity(),
+                    if func.arity() == 1 { "" } else { "s" },
+                    args.len()
+                )));
+            }
             let mut out = Vec::with_capacity(args.len());
-            for a in args {
+            for (n, a) in args.into_iter().enumerate() {
                 let (a, t) = typed(a, schema)?;
+                if n == 1 {
+                    // The constant second argument: a fraction or a separator.
+                    out.push(constant_agg_arg(func, a, t)?);
+                    continue;
+                }
                 if a.contains_aggregate() {
                     return Err(PlanError::Invalid(format!(
                         "aggregate calls cannot be nested: {a}"
@@ -244,13 +258,30 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
                     AggFunc::Sum | AggFunc::Avg if t == DataType::Int32 => {
                         cast(a, t, DataType::Int64)?
                     }
-                    AggFunc::Sum | AggFunc::Avg if !t.is_numeric() => {
+                    AggFunc::Sum
+                    | AggFunc::Avg
+                    | AggFunc::StddevSamp
+                    | AggFunc::StddevPop
+                    | AggFunc::VarSamp
+                    | AggFunc::VarPop
+                    | AggFunc::Median
+                    | AggFunc::QuantileCont
+                        if !t.is_numeric() && t != DataType::Null =>
+                    {
                         return Err(PlanError::mismatch(format!(
                             "{}() expects a number, got {} ({a})",
                             func.name(),
                             t.sql_name()
                         )));
                     }
+                    AggFunc::StddevSamp
+                    | AggFunc::StddevPop
+                    | AggFunc::VarSamp
+                    | AggFunc::VarPop
+                    | AggFunc::Median
+                    | AggFunc::QuantileCont => cast(a, t, DataType::Float64)?,
+                    AggFunc::BoolAnd | AggFunc::BoolOr => boolean(a, schema, func.name())?,
+                    AggFunc::StringAgg => cast(a, t, DataType::Utf8)?,
                     _ => a,
                 };
                 out.push(a);
@@ -547,7 +578,15 @@ impl Expr {
                     DataType::Float64 => DataType::Float64,
                     _ => DataType::Int64,
                 },
-                AggFunc::Min | AggFunc::Max => args[0].data_type(schema)?,
+                AggFunc::Min | AggFunc::Max | AggFunc::Single => args[0].data_type(schema)?,
+                AggFunc::StddevSamp
+                | AggFunc::StddevPop
+                | AggFunc::VarSamp
+                | AggFunc::VarPop
+                | AggFunc::Median
+                | AggFunc::QuantileCont => DataType::Float64,
+                AggFunc::StringAgg => DataType::Utf8,
+                AggFunc::BoolAnd | AggFunc::BoolOr => DataType::Boolean,
             },
         })
     }
@@ -577,6 +616,33 @@ impl Expr {
             }
             _ => true,
         }
+    }
+}
+
+/// The constant second argument of `quantile_cont` (a fraction in [0, 1]) or `string_agg`
+/// (a separator).
+fn constant_agg_arg(func: AggFunc, a: Expr, t: DataType) -> PlanResult<Expr> {
+    let Expr::Literal(v) = &a else {
+        return Err(PlanError::Invalid(format!(
+            "the second argument of {}() must be a constant, got {a}",
+            func.name()
+        )));
+    };
+    match func {
+        AggFunc::QuantileCont => match v.clone().cast_to(DataType::Float64) {
+            Ok(ScalarValue::Float64(q)) if (0.0..=1.0).contains(&q) => {
+                Ok(Expr::Literal(ScalarValue::Float64(q)))
+            }
+            _ => Err(PlanError::Invalid(format!(
+                "quantile_cont() takes a fraction between 0 and 1, got {a}"
+            ))),
+        },
+        _ if t == DataType::Utf8 => Ok(a),
+        _ => Err(PlanError::mismatch(format!(
+            "the separator of {}() must be a string, got {}",
+            func.name(),
+            t.sql_name()
+        ))),
     }
 }
 

@@ -154,6 +154,24 @@ pub enum AggFunc {
     Avg,
     Min,
     Max,
+    /// Sample standard deviation (n - 1 in the denominator); NULL for fewer than two values.
+    StddevSamp,
+    StddevPop,
+    /// Sample variance; NULL for fewer than two values.
+    VarSamp,
+    VarPop,
+    /// `median(x)`: `quantile_cont(x, 0.5)`.
+    Median,
+    /// `quantile_cont(x, q)`: linear interpolation between the closest ranks; `q` is a
+    /// constant second argument in [0, 1].
+    QuantileCont,
+    /// `string_agg(x, sep)`: values in input order joined by the constant `sep`.
+    StringAgg,
+    BoolAnd,
+    BoolOr,
+    /// The value of a scalar subquery: the group's only value, NULL for no rows, an error for
+    /// more than one row.
+    Single,
 }
 
 impl AggFunc {
@@ -164,6 +182,25 @@ impl AggFunc {
             AggFunc::Avg => "avg",
             AggFunc::Min => "min",
             AggFunc::Max => "max",
+            AggFunc::StddevSamp => "stddev_samp",
+            AggFunc::StddevPop => "stddev_pop",
+            AggFunc::VarSamp => "var_samp",
+            AggFunc::VarPop => "var_pop",
+            AggFunc::Median => "median",
+            AggFunc::QuantileCont => "quantile_cont",
+            AggFunc::StringAgg => "string_agg",
+            AggFunc::BoolAnd => "bool_and",
+            AggFunc::BoolOr => "bool_or",
+            AggFunc::Single => "single_value",
+        }
+    }
+
+    /// How many arguments the function takes (`count(*)` takes none).
+    pub fn arity(self) -> usize {
+        match self {
+            AggFunc::CountStar => 0,
+            AggFunc::QuantileCont | AggFunc::StringAgg => 2,
+            _ => 1,
         }
     }
 }

@@ -216,6 +216,37 @@ impl PlanBuilder {
         on: Vec<(Expr, Expr)>,
         filter: Option<Expr>,
     ) -> PlanResult<Self> {
+        self.join_with_mark(right, kind, on, filter, None)
+    }
+
+    /// A mark join: every row of this plan plus a boolean column `mark` saying whether it has
+    /// a match in `right` (see [`JoinKind::Mark`]).
+    pub fn mark_join(
+        self,
+        right: PlanBuilder,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+        null_aware: bool,
+        mark: &str,
+    ) -> PlanResult<Self> {
+        let field = PlanField::new(None, mark, DataType::Boolean, true);
+        self.join_with_mark(
+            right,
+            JoinKind::Mark { null_aware },
+            on,
+            filter,
+            Some(field),
+        )
+    }
+
+    fn join_with_mark(
+        self,
+        right: PlanBuilder,
+        kind: JoinKind,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+        mark: Option<PlanField>,
+    ) -> PlanResult<Self> {
         let (ls, rs) = (self.plan.schema(), right.plan.schema());
         let mut keys = Vec::with_capacity(on.len());
         for (l, r) in on {
@@ -235,8 +266,9 @@ impl PlanBuilder {
             };
             keys.push((l, r));
         }
-        let schema = ls.join(rs, kind == JoinKind::Left);
-        let filter = filter.map(|f| coerce(f, &schema)).transpose()?;
+        let schema = kind.output_schema(ls, rs, mark.as_ref());
+        // The residual filter sees both sides, whatever the join outputs.
+        let filter = filter.map(|f| coerce(f, &ls.join(rs, false))).transpose()?;
         Ok(Self {
             plan: LogicalPlan::Join {
                 left: Box::new(self.plan),

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{LogicalPlan, TableSource};
+use super::{JoinKind, LogicalPlan, TableSource};
 use crate::expr::Expr;
 
 fn join_exprs(exprs: &[Expr]) -> String {
@@ -49,7 +49,7 @@ impl LogicalPlan {
                 kind, on, filter, ..
             } => {
                 let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
-                let mut line = if on.is_empty() && filter.is_none() {
+                let mut line = if on.is_empty() && filter.is_none() && *kind == JoinKind::Inner {
                     "CrossJoin".to_string()
                 } else {
                     format!("Join: {} on=[{}]", kind.name(), keys.join(", "))

@@ -12,7 +12,7 @@ use morsel_storage::{Batch, SchemaRef};
 pub use builder::PlanBuilder;
 
 use crate::expr::{Expr, SortExpr};
-use crate::schema::PlanSchema;
+use crate::schema::{PlanField, PlanSchema};
 
 /// An in-memory table: batches that share one schema.
 #[derive(Debug)]
@@ -83,10 +83,32 @@ impl Scan {
     }
 }
 
+/// How a join combines its inputs. Semi, anti and mark joins are what `EXISTS`, `IN` and
+/// their negations decorrelate into: they output left rows only (a mark join adds one
+/// boolean column), never duplicating a left row however many right rows match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum JoinKind {
     Inner,
+    /// Every left row; NULLs for the right side where nothing matches.
     Left,
+    /// Every right row; NULLs for the left side where nothing matches.
+    Right,
+    /// Every row of both sides.
+    Full,
+    /// Left rows with at least one match.
+    Semi,
+    /// Left rows without a match. `null_aware` is `NOT IN`'s three-valued logic: no left row
+    /// survives when the right side has a NULL key, and a NULL left key survives only when
+    /// the right side is empty.
+    Anti {
+        null_aware: bool,
+    },
+    /// Every left row plus a boolean column saying whether it has a match (`EXISTS` / `IN`
+    /// inside a larger expression). `null_aware` gives `IN`'s NULL instead of false where
+    /// the key is NULL or the right side holds a NULL key.
+    Mark {
+        null_aware: bool,
+    },
 }
 
 impl JoinKind {
@@ -94,6 +116,43 @@ impl JoinKind {
         match self {
             JoinKind::Inner => "Inner",
             JoinKind::Left => "Left",
+            JoinKind::Right => "Right",
+            JoinKind::Full => "Full",
+            JoinKind::Semi => "Semi",
+            JoinKind::Anti { null_aware: false } => "Anti",
+            JoinKind::Anti { null_aware: true } => "NullAwareAnti",
+            JoinKind::Mark { null_aware: false } => "Mark",
+            JoinKind::Mark { null_aware: true } => "NullAwareMark",
+        }
+    }
+
+    /// Whether the output has the right side's columns.
+    pub fn outputs_right(self) -> bool {
+        matches!(
+            self,
+            JoinKind::Inner | JoinKind::Left | JoinKind::Right | JoinKind::Full
+        )
+    }
+
+    /// The output schema: left fields, then right fields (outer sides nullable), or for a
+    /// mark join the left fields and `mark`.
+    pub fn output_schema(
+        self,
+        left: &PlanSchema,
+        right: &PlanSchema,
+        mark: Option<&PlanField>,
+    ) -> PlanSchema {
+        match self {
+            JoinKind::Inner => left.join(right, false),
+            JoinKind::Left => left.join(right, true),
+            JoinKind::Right => left.nullable().join(right, false),
+            JoinKind::Full => left.nullable().join(right, true),
+            JoinKind::Semi | JoinKind::Anti { .. } => left.clone(),
+            JoinKind::Mark { .. } => {
+                let mut fields = left.fields().to_vec();
+                fields.extend(mark.cloned());
+                PlanSchema::new(fields)
+            }
         }
     }
 }
@@ -235,10 +294,17 @@ impl LogicalPlan {
                 }
             }
             LogicalPlan::Join {
-                kind, on, filter, ..
+                kind,
+                on,
+                filter,
+                schema: old,
+                ..
             } => {
                 let (left, right) = (next(), next());
-                let schema = left.schema().join(right.schema(), kind == JoinKind::Left);
+                let mark = matches!(kind, JoinKind::Mark { .. })
+                    .then(|| old.fields().last())
+                    .flatten();
+                let schema = kind.output_schema(left.schema(), right.schema(), mark);
                 LogicalPlan::Join {
                     left,
                     right,

@@ -28,8 +28,16 @@ impl Binder<'_> {
     }
 
     fn column(&self, c: ColumnRef, scope: &PlanSchema) -> Result<Expr, SqlError> {
-        scope.index_of(&c)?;
-        Ok(Expr::Column(c))
+        match scope.index_of(&c) {
+            Ok(_) => Ok(Expr::Column(c)),
+            Err(err @ morsel_planner::PlanError::ColumnNotFound { .. }) => {
+                match self.outer_column(&c)? {
+                    Some(outer) => Ok(outer),
+                    None => Err(err.into()),
+                }
+            }
+            Err(err) => Err(err.into()),
+        }
     }
 
     fn expr_inner(&self, e: &ast::Expr, scope: &PlanSchema) -> Result<Expr, SqlError> {
@@ -191,35 +199,18 @@ impl Binder<'_> {
                     "an INTERVAL can only be added to or subtracted from a DATE",
                 ));
             }
-            A::Subquery(q) => self.scalar_subquery(q)?,
-            A::Exists { .. } | A::In { .. } => {
-                return Err(SqlError::unsupported("EXISTS and IN subqueries"));
+            A::Subquery(q) => self.scalar_subquery(q, scope)?,
+            A::Exists { subquery, negated } => {
+                self.mark_subquery(subquery, None, *negated, scope)?
             }
+            A::In {
+                expr,
+                target: ast::InTarget::Subquery(q),
+                negated,
+                ..
+            } => self.mark_subquery(q, Some(expr), *negated, scope)?,
             other => return Err(SqlError::unsupported(format!("the expression {other}"))),
         })
-    }
-
-    /// An uncorrelated scalar subquery that is a global aggregate (exactly one row), bound as
-    /// a column of a one-row plan the caller joins in. Anything else is refused for now:
-    /// joining a subquery of zero or several rows would change the outer query's rows.
-    fn scalar_subquery(&self, q: &ast::Query) -> Result<Expr, SqlError> {
-        let sub = self.query(q)?;
-        if sub.schema().len() != 1 {
-            return Err(SqlError::invalid(format!(
-                "a scalar subquery must return one column, not {}",
-                sub.schema().len()
-            )));
-        }
-        if !exactly_one_row(sub.plan()) {
-            return Err(SqlError::unsupported(
-                "scalar subqueries other than an aggregate without GROUP BY",
-            ));
-        }
-        let mut pending = self.scalar_subqueries.borrow_mut();
-        let sub = sub.alias(format!("__scalar{}", pending.len()));
-        let column = Expr::Column(sub.schema().field(0).column_ref());
-        pending.push(sub);
-        Ok(column)
     }
 
     fn binary(
@@ -341,19 +332,6 @@ impl Binder<'_> {
 }
 
 /// `date +/- INTERVAL`: a TIMESTAMP, as in DuckDB and PostgreSQL.
-/// Whether `plan` always yields exactly one row: an aggregate without GROUP BY, seen through
-/// projections, sorts and aliases.
-fn exactly_one_row(plan: &morsel_planner::LogicalPlan) -> bool {
-    use morsel_planner::LogicalPlan as P;
-    match plan {
-        P::Aggregate { group, .. } => group.is_empty(),
-        P::Projection { input, .. } | P::Sort { input, .. } | P::SubqueryAlias { input, .. } => {
-            exactly_one_row(input)
-        }
-        _ => false,
-    }
-}
-
 fn add_interval(date: Expr, iv: Interval, negate: bool) -> Expr {
     let sign = if negate { -1 } else { 1 };
     let (func, n) = match iv {

@@ -163,6 +163,10 @@ impl Binder<'_> {
         let (kind, constraint) = match op {
             J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
             J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+            J::Right(c) | J::RightOuter(c) => (JoinKind::Right, c),
+            J::FullOuter(c) => (JoinKind::Full, c),
+            J::Semi(c) | J::LeftSemi(c) => (JoinKind::Semi, c),
+            J::Anti(c) | J::LeftAnti(c) => (JoinKind::Anti { null_aware: false }, c),
             J::CrossJoin(_) => return Ok(left.join(right, JoinKind::Inner, Vec::new(), None)?),
             other => {
                 return Err(SqlError::unsupported(
@@ -177,14 +181,9 @@ impl Binder<'_> {
         match constraint {
             ast::JoinConstraint::On(e) => {
                 let both = left.schema().join(right.schema(), false);
-                let pending = self.scalar_subqueries.borrow().len();
+                let mark = self.pending_mark();
                 let cond = self.expr(e, &both)?;
-                if self.scalar_subqueries.borrow().len() > pending {
-                    self.scalar_subqueries.borrow_mut().truncate(pending);
-                    return Err(SqlError::unsupported(
-                        "scalar subqueries in a join condition",
-                    ));
-                }
+                self.refuse_pending_since(mark, "a join condition")?;
                 Ok(left.join_on(right, kind, Some(cond))?)
             }
             ast::JoinConstraint::Using(names) => {
@@ -192,18 +191,37 @@ impl Binder<'_> {
                 let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                 let right_schema = right.schema().clone();
                 let joined = left.join_using(right, kind, &refs)?;
-                // USING keeps one copy of each join column: the left one.
-                let keep: Vec<Expr> = joined
-                    .schema()
-                    .fields()
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, f)| {
-                        let from_right = *i >= joined.schema().len() - right_schema.len();
-                        !(from_right && names.iter().any(|n| n.eq_ignore_ascii_case(&f.name)))
-                    })
-                    .map(|(_, f)| Expr::Column(f.column_ref()))
-                    .collect();
+                if !kind.outputs_right() {
+                    return Ok(joined);
+                }
+                // USING keeps one copy of each join column: the left one, or for right and
+                // full joins the first non-NULL of the two.
+                let out = joined.schema().clone();
+                let first_right = out.len() - right_schema.len();
+                let is_key = |name: &str| names.iter().any(|n| n.eq_ignore_ascii_case(name));
+                let mut keep = Vec::with_capacity(first_right);
+                for (i, f) in out.fields().iter().enumerate() {
+                    let c = Expr::Column(f.column_ref());
+                    if i >= first_right {
+                        if !is_key(&f.name) {
+                            keep.push(c);
+                        }
+                    } else if is_key(&f.name) && matches!(kind, JoinKind::Right | JoinKind::Full) {
+                        let r = (first_right..out.len())
+                            .find(|&j| out.field(j).name.eq_ignore_ascii_case(&f.name))
+                            .map(|j| Expr::Column(out.field(j).column_ref()));
+                        keep.push(match r {
+                            Some(r) => Expr::Function {
+                                func: morsel_planner::ScalarFunc::Coalesce,
+                                args: vec![c, r],
+                            }
+                            .alias(f.name.clone()),
+                            None => c,
+                        });
+                    } else {
+                        keep.push(c);
+                    }
+                }
                 Ok(joined.project(keep)?)
             }
             ast::JoinConstraint::None => Ok(left.join(right, kind, Vec::new(), None)?),

@@ -4,11 +4,12 @@ mod expr;
 mod from;
 mod functions;
 mod query;
+mod subquery;
 mod types;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
-use morsel_planner::{LogicalPlan, PlanBuilder};
+use morsel_planner::LogicalPlan;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
 
@@ -76,8 +77,12 @@ pub(crate) struct Binder<'a> {
     catalog: &'a dyn Catalog,
     /// Common table expressions in scope, innermost last.
     ctes: RefCell<Vec<(String, LogicalPlan)>>,
-    /// Scalar subqueries bound inside the expression being bound, waiting to be joined in.
-    scalar_subqueries: RefCell<Vec<PlanBuilder>>,
+    /// Enclosing queries of the subquery being bound, innermost last.
+    frames: RefCell<Vec<subquery::Frame>>,
+    /// Subqueries bound inside the expression being bound, waiting to be joined in.
+    pending: RefCell<Vec<subquery::PendingJoin>>,
+    /// Numbers subqueries, for unique column names (`__sq3_v0`).
+    next_subquery: Cell<usize>,
 }
 
 impl<'a> Binder<'a> {
@@ -85,7 +90,9 @@ impl<'a> Binder<'a> {
         Self {
             catalog,
             ctes: RefCell::default(),
-            scalar_subqueries: RefCell::default(),
+            frames: RefCell::default(),
+            pending: RefCell::default(),
+            next_subquery: Cell::new(0),
         }
     }
 }

@@ -6,9 +6,11 @@
 //! columns, and anything left that is neither grouped nor aggregated is an error.
 
 use morsel_planner::expr::coerce;
-use morsel_planner::{ColumnRef, Expr, JoinKind, PlanBuilder, PlanSchema, SortExpr};
+use morsel_planner::{AggFunc, BinaryOp, ColumnRef, Expr, PlanBuilder, PlanSchema, SortExpr};
+use morsel_storage::ScalarValue;
 use sqlparser::ast::{self, Spanned};
 
+use super::subquery::{self, Shape};
 use super::Binder;
 use crate::error::SqlError;
 
@@ -250,28 +252,50 @@ impl Binder<'_> {
             }
         };
         let mut b = self.from(&s.from)?;
-        let pending = self.scalar_subqueries.borrow().len();
+        // Set when this SELECT is a subquery's own: its WHERE may read the enclosing query.
+        let body = self.body_frame_id(s);
+        let mut correlated = Vec::new();
         if let Some(w) = &s.selection {
-            let pred = self.expr(w, b.schema())?;
-            // Scalar subqueries in WHERE: each yields exactly one row, joined in as a column.
-            let subqueries: Vec<PlanBuilder> = self
-                .scalar_subqueries
-                .borrow_mut()
-                .drain(pending..)
-                .collect();
-            for sub in subqueries {
-                b = b.join(sub, JoinKind::Inner, Vec::new(), None)?;
+            let mark = self.pending_mark();
+            let mut bound = Vec::new();
+            for c in split_and(w) {
+                if let Some((q, in_expr, negated)) = subquery_conjunct(c) {
+                    b = self
+                        .filter_by_subquery(b, q, in_expr, negated)
+                        .map_err(|e| e.at(c.span()))?;
+                    continue;
+                }
+                self.set_allow_outer(body.is_some());
+                let e = self.expr(c, b.schema());
+                self.set_allow_outer(false);
+                let e = e?;
+                if e.contains_aggregate() {
+                    return Err(SqlError::invalid(
+                        "aggregates are not allowed in WHERE; use HAVING",
+                    )
+                    .at(c.span()));
+                }
+                bound.push(e);
             }
-            if pred.contains_aggregate() {
-                return Err(
-                    SqlError::invalid("aggregates are not allowed in WHERE; use HAVING")
-                        .at(w.span()),
-                );
+            b = self.apply_pending(b, mark, false)?;
+            let scope = b.schema().clone();
+            let mut local = Vec::new();
+            for conj in bound.into_iter().flat_map(Expr::split_conjunction) {
+                if body.is_some() && conj.columns().iter().any(|c| !scope.has(c)) {
+                    correlated.push(conj);
+                } else {
+                    local.push(conj);
+                }
             }
-            b = b.filter(pred).map_err(|e| SqlError::from(e).at(w.span()))?;
+            if let Some(pred) = Expr::conjunction(local) {
+                b = b.filter(pred).map_err(|e| SqlError::from(e).at(w.span()))?;
+            }
         }
         let input = b.schema().clone();
-        let pending = self.scalar_subqueries.borrow().len();
+        let correlation = body
+            .map(|id| Correlation::new(id, correlated, &input))
+            .transpose()?;
+        let pending = self.pending_mark();
 
         // The select list, bound against the FROM scope: (expression, its syntax).
         let mut items: Vec<Item> = Vec::new();
@@ -329,6 +353,17 @@ impl Binder<'_> {
                         SqlError::unsupported(format!("the select item {other}")).at(other.span())
                     )
                 }
+            }
+        }
+
+        let visible_items = items.len();
+        if let Some(c) = &correlation {
+            for (j, k) in c.keys.iter().enumerate() {
+                items.push(Item {
+                    expr: k.clone().alias(subquery::key_name(c.id, j)),
+                    syntax: None,
+                    span: s.span(),
+                });
             }
         }
 
@@ -395,20 +430,32 @@ impl Binder<'_> {
             });
         }
 
-        if self.scalar_subqueries.borrow().len() > pending {
-            self.scalar_subqueries.borrow_mut().truncate(pending);
-            return Err(SqlError::unsupported("scalar subqueries outside WHERE").at(s.span()));
-        }
+        let user_grouped = !group.is_empty();
         let aggregating = !group.is_empty()
             || items.iter().any(|it| it.expr.contains_aggregate())
             || having.as_ref().is_some_and(|(h, _)| h.contains_aggregate())
             || order_keys
                 .iter()
                 .any(|k| matches!(k, OrderKey::Input(e) if e.contains_aggregate()));
+        if let Some(c) = &correlation {
+            if aggregating {
+                if c.non_equi {
+                    return Err(SqlError::unsupported(
+                        "an aggregating subquery correlated by anything but equalities",
+                    )
+                    .at(s.span()));
+                }
+                for k in &c.keys {
+                    group.push(coerce(k.clone(), &input)?);
+                }
+            }
+        }
         let mut having_expr = having.as_ref().map(|(h, _)| h.clone());
         if aggregating {
+            // Expressions may read subqueries' columns, joined in after the aggregate.
+            let scope = self.pending_scope(&input, pending);
             let coerce_at = |e: Expr, span: sqlparser::tokenizer::Span| {
-                coerce(e, &input).map_err(|err| SqlError::from(err).at(span))
+                coerce(e, &scope).map_err(|err| SqlError::from(err).at(span))
             };
             for it in items.iter_mut() {
                 it.expr = coerce_at(it.expr.clone(), it.span)?;
@@ -436,10 +483,16 @@ impl Binder<'_> {
                     collect(e)
                 }
             });
+            if let Some(c) = &correlation {
+                self.report_shape(c.shape(!user_grouped, items[..visible_items].first()));
+            }
             b = b
                 .aggregate(group.clone(), aggs.clone())
                 .map_err(|e| SqlError::from(e).at(s.span()))?;
             let agg_schema = b.schema().clone();
+            // Uncorrelated subqueries in the select list or HAVING join the aggregate's output.
+            b = self.apply_pending(b, pending, true)?;
+            let joined = b.schema().clone();
             let rewrite = |e: Expr| -> Expr {
                 e.replace(&mut |x: &Expr| {
                     if let Some(i) = group.iter().position(|g| g == x) {
@@ -452,7 +505,7 @@ impl Binder<'_> {
             };
             let check = |e: &Expr, span: sqlparser::tokenizer::Span| -> Result<(), SqlError> {
                 for c in e.columns() {
-                    if !agg_schema.has(&c) {
+                    if !joined.has(&c) {
                         return Err(SqlError::invalid(format!(
                             "column {c} must appear in the GROUP BY clause or be used in an aggregate function"
                         ))
@@ -479,6 +532,11 @@ impl Binder<'_> {
             }
         } else if let Some((_, ast)) = &having {
             return Err(SqlError::invalid("HAVING needs GROUP BY or an aggregate").at(ast.span()));
+        } else {
+            if let Some(c) = &correlation {
+                self.report_shape(c.shape(false, None));
+            }
+            b = self.apply_pending(b, pending, false)?;
         }
 
         // Project, with hidden columns for ORDER BY keys not in the select list.
@@ -568,4 +626,155 @@ fn reject_wildcard_options(
         return Err(SqlError::unsupported("* EXCLUDE / EXCEPT / REPLACE / RENAME").at(item.span()));
     }
     Ok(())
+}
+
+/// The conjuncts of a WHERE clause, through parentheses.
+fn split_and(e: &ast::Expr) -> Vec<&ast::Expr> {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            let mut v = split_and(left);
+            v.extend(split_and(right));
+            v
+        }
+        ast::Expr::Nested(inner) => split_and(inner),
+        e => vec![e],
+    }
+}
+
+/// `[NOT] EXISTS (q)` or `x [NOT] IN (q)`: the subquery, the IN operand and the negation.
+fn subquery_conjunct(e: &ast::Expr) -> Option<(&ast::Query, Option<&ast::Expr>, bool)> {
+    match e {
+        ast::Expr::Exists { subquery, negated } => Some((subquery, None, *negated)),
+        ast::Expr::In {
+            expr,
+            target: ast::InTarget::Subquery(q),
+            negated,
+            ..
+        } => Some((q, Some(expr), *negated)),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Not,
+            expr,
+        } => subquery_conjunct(expr).map(|(q, x, n)| (q, x, !n)),
+        ast::Expr::Nested(inner) => subquery_conjunct(inner),
+        _ => None,
+    }
+}
+
+/// The correlation of a subquery's SELECT: conjuncts of its WHERE that read the enclosing
+/// query, rewritten over key columns that the SELECT outputs after its visible columns.
+struct Correlation {
+    id: usize,
+    /// Inner expressions output as key columns `__sqN_kJ`.
+    keys: Vec<Expr>,
+    /// The conjuncts over key columns and outer columns.
+    conjuncts: Vec<Expr>,
+    /// Some conjunct is not `inner = outer`.
+    non_equi: bool,
+}
+
+impl Correlation {
+    fn new(id: usize, conjuncts: Vec<Expr>, inner: &PlanSchema) -> Result<Self, SqlError> {
+        let mut c = Correlation {
+            id,
+            keys: Vec::new(),
+            conjuncts: Vec::new(),
+            non_equi: false,
+        };
+        let inner_only = |e: &Expr| {
+            let cols = e.columns();
+            !cols.is_empty() && cols.iter().all(|x| inner.has(x))
+        };
+        let outer_only = |e: &Expr| e.columns().iter().all(|x| !inner.has(x));
+        for conj in conjuncts {
+            if let Expr::Binary {
+                left,
+                op: BinaryOp::Eq,
+                right,
+            } = &conj
+            {
+                let pair = if inner_only(left) && outer_only(right) {
+                    Some((left, right))
+                } else if inner_only(right) && outer_only(left) {
+                    Some((right, left))
+                } else {
+                    None
+                };
+                if let Some((i, o)) = pair {
+                    let k = c.key(*i.clone());
+                    c.conjuncts.push(k.eq(*o.clone()));
+                    continue;
+                }
+            }
+            c.non_equi = true;
+            let mut cols = Vec::new();
+            conj.visit(&mut |x| {
+                if let Expr::Column(col) = x {
+                    if inner.has(col) && !cols.contains(x) {
+                        cols.push(x.clone());
+                    }
+                }
+            });
+            let keyed: Vec<(Expr, Expr)> =
+                cols.into_iter().map(|x| (x.clone(), c.key(x))).collect();
+            c.conjuncts.push(conj.replace(&mut |x: &Expr| {
+                keyed
+                    .iter()
+                    .find(|(col, _)| col == x)
+                    .map(|(_, k)| k.clone())
+            }));
+        }
+        Ok(c)
+    }
+
+    /// The key column for inner expression `e` (added if new).
+    fn key(&mut self, e: Expr) -> Expr {
+        let j = match self.keys.iter().position(|k| *k == e) {
+            Some(j) => j,
+            None => {
+                self.keys.push(e);
+                self.keys.len() - 1
+            }
+        };
+        Expr::Column(ColumnRef::new(subquery::key_name(self.id, j)))
+    }
+
+    /// What the enclosing query needs to know. `one_row_per_key`: the SELECT aggregates with
+    /// no GROUP BY of its own; `item` its first select item (before aggregation).
+    fn shape(&self, one_row_per_key: bool, item: Option<&Item>) -> Shape {
+        let empty_value = item
+            .filter(|_| one_row_per_key && !self.keys.is_empty())
+            .filter(|it| {
+                let mut has_count = false;
+                it.expr.visit(&mut |x| {
+                    has_count |= matches!(
+                        x,
+                        Expr::Aggregate {
+                            func: AggFunc::Count | AggFunc::CountStar,
+                            ..
+                        }
+                    )
+                });
+                has_count
+            })
+            .map(|it| {
+                it.expr.clone().unalias().replace(&mut |x: &Expr| match x {
+                    Expr::Aggregate {
+                        func: AggFunc::Count | AggFunc::CountStar,
+                        ..
+                    } => Some(Expr::Literal(ScalarValue::Int64(0))),
+                    Expr::Aggregate { .. } => Some(Expr::Literal(ScalarValue::Null)),
+                    _ => None,
+                })
+            });
+        Shape {
+            conjuncts: self.conjuncts.clone(),
+            keys: self.keys.len(),
+            one_row_per_key,
+            empty_value,
+        }
+    }
 }

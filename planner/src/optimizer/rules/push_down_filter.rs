@@ -250,12 +250,22 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             }
             let (mut to_left, mut to_right, mut residual, mut kept) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            // Which sides a predicate above the join may move to: a side whose rows all
+            // reach the output unchanged (not NULL-extended by the other side).
+            let (left_ok, right_ok) = match kind {
+                JoinKind::Inner => (true, true),
+                JoinKind::Left | JoinKind::Semi | JoinKind::Anti { .. } | JoinKind::Mark { .. } => {
+                    (true, false)
+                }
+                JoinKind::Right => (false, true),
+                JoinKind::Full => (false, false),
+            };
             for p in all {
                 let (in_l, in_r) = (resolves(&p, &ls), resolves(&p, &rs));
                 let has_cols = !p.columns().is_empty();
-                if has_cols && in_l {
+                if has_cols && in_l && left_ok {
                     to_left.push(p);
-                } else if has_cols && in_r && kind == JoinKind::Inner {
+                } else if has_cols && in_r && right_ok {
                     to_right.push(p);
                 } else if kind == JoinKind::Inner && has_cols {
                     match equi_key(&p, &ls, &rs) {
@@ -268,7 +278,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             }
             let filter = match kind {
                 JoinKind::Inner => Expr::conjunction(residual),
-                JoinKind::Left => filter,
+                _ => filter,
             };
             let left = push(*left, to_left)?;
             let right = push(*right, to_right)?;

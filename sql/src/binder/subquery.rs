@@ -1,0 +1,425 @@
+//! Subqueries, decorrelated into joins while binding; no subquery ever runs once per outer
+//! row.
+//!
+//! A subquery is bound inside a *frame* that holds the enclosing query's scope. Columns the
+//! subquery cannot resolve itself resolve there (one level out), but only inside the WHERE
+//! clause of the subquery's own SELECT. That SELECT takes the conjuncts which read outer
+//! columns (the correlation) out of its filter, and outputs the inner expressions they read as
+//! extra key columns (grouped by, if it aggregates). The enclosing query then joins:
+//!
+//! - `EXISTS` / `IN` as a conjunct of WHERE: a semi join (`NOT`: an anti join; `NOT IN`
+//!   uncorrelated: a null-aware anti join);
+//! - `EXISTS` / `IN` anywhere else: a mark join, whose boolean column replaces the subquery;
+//! - a scalar subquery: a left join with the subquery made one row per key (an aggregate
+//!   without GROUP BY already is; anything else is wrapped in an aggregate that fails on a
+//!   second row), whose value column replaces the subquery.
+//!
+//! Correlation conjuncts `inner = outer` become join keys; others become the join's residual
+//! filter, which only joins that do not aggregate the subquery can take.
+
+use std::cell::{Cell, RefCell};
+
+use morsel_planner::{AggFunc, ColumnRef, Expr, JoinKind, PlanBuilder, PlanField, PlanSchema};
+use morsel_storage::{DataType, ScalarValue};
+use sqlparser::ast::{self, Spanned};
+
+use super::Binder;
+use crate::error::SqlError;
+
+/// The scope a subquery is bound in.
+pub(crate) struct Frame {
+    id: usize,
+    /// The enclosing query's scope: where unresolved columns are looked up.
+    outer: PlanSchema,
+    /// The subquery's own SELECT (its body), if the body is a plain SELECT.
+    body: Option<*const ast::Select>,
+    /// True while the body's WHERE clause is being bound.
+    allow_outer: Cell<bool>,
+    /// Filled in by the body's SELECT.
+    shape: RefCell<Option<Shape>>,
+}
+
+/// What the body SELECT of a subquery reports back to the enclosing query.
+pub(crate) struct Shape {
+    /// Correlation conjuncts, reading the key columns (`__sqN_kJ`) and outer columns.
+    pub conjuncts: Vec<Expr>,
+    /// How many key columns follow the visible columns in the output.
+    pub keys: usize,
+    /// At most one row per key combination: an aggregate without (user) GROUP BY.
+    pub one_row_per_key: bool,
+    /// The value of the (single) select item over no rows, where that is not NULL
+    /// (`count(...)` gives 0).
+    pub empty_value: Option<Expr>,
+}
+
+/// A join the enclosing expression's input needs before the expression can be evaluated.
+pub(crate) struct PendingJoin {
+    plan: PlanBuilder,
+    kind: JoinKind,
+    on: Vec<(Expr, Expr)>,
+    filter: Option<Expr>,
+    /// Whether the subquery reads outer columns.
+    correlated: bool,
+    /// The mark column of a mark join.
+    mark: Option<String>,
+}
+
+/// A bound subquery: its plan with uniquely named outputs, and how it joins.
+struct Bound {
+    id: usize,
+    plan: PlanBuilder,
+    /// Value columns (`__sqN_vI`).
+    values: Vec<Expr>,
+    on: Vec<(Expr, Expr)>,
+    filter: Option<Expr>,
+    correlated: bool,
+    one_row_per_key: bool,
+    empty_value: Option<Expr>,
+}
+
+/// Key column `j` of subquery `id`.
+pub(crate) fn key_name(id: usize, j: usize) -> String {
+    format!("__sq{id}_k{j}")
+}
+
+fn is_key_column(c: &ColumnRef) -> bool {
+    c.relation.is_none() && c.name.starts_with("__sq") && c.name.contains("_k")
+}
+
+impl Binder<'_> {
+    /// Resolves a column the current scope does not have in the enclosing query (correlation).
+    pub(crate) fn outer_column(&self, c: &ColumnRef) -> Result<Option<Expr>, SqlError> {
+        let frames = self.frames.borrow();
+        let Some(frame) = frames.last() else {
+            return Ok(None);
+        };
+        if let Ok(i) = frame.outer.index_of(c) {
+            if !frame.allow_outer.get() {
+                return Err(SqlError::unsupported(format!(
+                    "the correlated reference to {c} outside the WHERE clause of the subquery"
+                )));
+            }
+            return Ok(Some(Expr::Column(frame.outer.field(i).column_ref())));
+        }
+        if frames[..frames.len() - 1]
+            .iter()
+            .any(|f| f.outer.index_of(c).is_ok())
+        {
+            return Err(SqlError::unsupported(format!(
+                "the reference to {c} from a subquery nested two or more levels below its query"
+            )));
+        }
+        Ok(None)
+    }
+
+    /// The frame whose body is `s`, if `s` is a subquery's own SELECT.
+    pub(crate) fn body_frame_id(&self, s: &ast::Select) -> Option<usize> {
+        let frames = self.frames.borrow();
+        let f = frames.last()?;
+        (f.body == Some(s as *const _)).then_some(f.id)
+    }
+
+    pub(crate) fn set_allow_outer(&self, allow: bool) {
+        if let Some(f) = self.frames.borrow().last() {
+            f.allow_outer.set(allow);
+        }
+    }
+
+    pub(crate) fn report_shape(&self, shape: Shape) {
+        if let Some(f) = self.frames.borrow().last() {
+            *f.shape.borrow_mut() = Some(shape);
+        }
+    }
+
+    /// Binds `q` as a subquery of a query whose scope is `outer`.
+    fn bind_subquery(&self, q: &ast::Query, outer: &PlanSchema) -> Result<Bound, SqlError> {
+        let id = self.next_subquery.get();
+        self.next_subquery.set(id + 1);
+        let body = match q.body.as_ref() {
+            ast::SetExpr::Select(s) => Some(s.as_ref() as *const ast::Select),
+            _ => None,
+        };
+        self.frames.borrow_mut().push(Frame {
+            id,
+            outer: outer.clone(),
+            body,
+            allow_outer: Cell::new(false),
+            shape: RefCell::new(None),
+        });
+        let result = self.query(q);
+        let frame = self.frames.borrow_mut().pop();
+        let sub = result?;
+        let shape = frame.and_then(|f| f.shape.into_inner()).unwrap_or(Shape {
+            conjuncts: Vec::new(),
+            keys: 0,
+            one_row_per_key: false,
+            empty_value: None,
+        });
+        let correlated = !shape.conjuncts.is_empty();
+        if correlated && q.limit_clause.is_some() {
+            return Err(SqlError::unsupported("LIMIT in a correlated subquery").at(q.span()));
+        }
+        // Outputs: the visible columns renamed `__sqN_vI`, then the key columns.
+        let schema = sub.schema().clone();
+        let visible = schema.len() - shape.keys;
+        let mut exprs = Vec::with_capacity(schema.len());
+        let mut values = Vec::with_capacity(visible);
+        for (i, f) in schema.fields().iter().enumerate() {
+            if i < visible {
+                let name = format!("__sq{id}_v{i}");
+                exprs.push(Expr::Column(f.column_ref()).alias(name.clone()));
+                values.push(Expr::Column(ColumnRef::new(name)));
+            } else {
+                exprs.push(Expr::Column(ColumnRef::new(f.name.clone())));
+            }
+        }
+        let plan = sub.project(exprs)?;
+        let mut on = Vec::new();
+        let mut rest = Vec::new();
+        for c in shape.conjuncts {
+            match key_pair(&c) {
+                Some(pair) => on.push(pair),
+                None => rest.push(c),
+            }
+        }
+        Ok(Bound {
+            id,
+            plan,
+            values,
+            on,
+            filter: Expr::conjunction(rest),
+            correlated,
+            one_row_per_key: shape.one_row_per_key,
+            empty_value: shape.empty_value,
+        })
+    }
+
+    /// `[NOT] EXISTS (q)` or `x [NOT] IN (q)` as a conjunct of WHERE: a semi or anti join of
+    /// `input` with the subquery.
+    pub(crate) fn filter_by_subquery(
+        &self,
+        input: PlanBuilder,
+        q: &ast::Query,
+        in_expr: Option<&ast::Expr>,
+        negated: bool,
+    ) -> Result<PlanBuilder, SqlError> {
+        let scope = input.schema().clone();
+        let mut sub = self.bind_subquery(q, &scope)?;
+        if let Some(x) = in_expr {
+            let x = self.expr(x, &scope)?;
+            self.refuse_pending(q)?;
+            sub.on.push((x, single_value(&sub, q)?));
+        }
+        let kind = match (negated, in_expr.is_some()) {
+            (false, _) => JoinKind::Semi,
+            (true, false) => JoinKind::Anti { null_aware: false },
+            (true, true) => {
+                if sub.correlated {
+                    return Err(
+                        SqlError::unsupported("NOT IN with a correlated subquery").at(q.span())
+                    );
+                }
+                JoinKind::Anti { null_aware: true }
+            }
+        };
+        input
+            .join(sub.plan, kind, sub.on, sub.filter)
+            .map_err(|e| SqlError::from(e).at(q.span()))
+    }
+
+    /// `[NOT] EXISTS (q)` or `x [NOT] IN (q)` inside an expression: a mark join queued for the
+    /// expression's input; the expression reads its mark column.
+    pub(crate) fn mark_subquery(
+        &self,
+        q: &ast::Query,
+        in_expr: Option<&ast::Expr>,
+        negated: bool,
+        scope: &PlanSchema,
+    ) -> Result<Expr, SqlError> {
+        let mut sub = self.bind_subquery(q, scope)?;
+        let null_aware = in_expr.is_some();
+        if let Some(x) = in_expr {
+            if sub.correlated {
+                return Err(SqlError::unsupported(
+                    "IN with a correlated subquery inside a larger expression",
+                )
+                .at(q.span()));
+            }
+            let x = self.expr(x, scope)?;
+            sub.on.push((x, single_value(&sub, q)?));
+        }
+        let name = format!("__sq{}_m", sub.id);
+        let kind = JoinKind::Mark { null_aware };
+        self.pending.borrow_mut().push(PendingJoin {
+            plan: sub.plan,
+            kind,
+            on: sub.on,
+            filter: sub.filter,
+            correlated: sub.correlated,
+            mark: Some(name.clone()),
+        });
+        let mark = Expr::Column(ColumnRef::new(name));
+        Ok(if negated {
+            Expr::Not(Box::new(mark))
+        } else {
+            mark
+        })
+    }
+
+    /// A scalar subquery: a left join queued for the expression's input; the expression reads
+    /// the subquery's value column.
+    pub(crate) fn scalar_subquery(
+        &self,
+        q: &ast::Query,
+        scope: &PlanSchema,
+    ) -> Result<Expr, SqlError> {
+        let sub = self.bind_subquery(q, scope)?;
+        let value = single_value(&sub, q)?;
+        if sub.filter.is_some() {
+            return Err(SqlError::unsupported(
+                "a scalar subquery correlated by anything but equalities",
+            )
+            .at(q.span()));
+        }
+        let mut plan = sub.plan;
+        let mut value_col = value.clone();
+        if !sub.one_row_per_key {
+            // At most one row per key, or an error: group by the keys, keep the only value.
+            let keys: Vec<Expr> = sub.on.iter().map(|(_, k)| k.clone()).collect();
+            let name = format!("__sq{}_single", sub.id);
+            let agg = Expr::Aggregate {
+                func: AggFunc::Single,
+                args: vec![value],
+                distinct: false,
+            }
+            .alias(name.clone());
+            plan = plan.aggregate(keys, vec![agg])?;
+            value_col = Expr::Column(ColumnRef::new(name));
+        }
+        let mut result = value_col.clone();
+        if let Some(empty) = sub.empty_value {
+            // A correlated count over no rows is 0, not the left join's NULL.
+            let present = format!("__sq{}_p", sub.id);
+            let mut exprs: Vec<Expr> = plan
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| Expr::Column(f.column_ref()))
+                .collect();
+            exprs.push(Expr::Literal(ScalarValue::Boolean(true)).alias(present.clone()));
+            plan = plan.project(exprs)?;
+            result = Expr::Case {
+                operand: None,
+                branches: vec![(Expr::Column(ColumnRef::new(present)).is_null(), empty)],
+                otherwise: Some(Box::new(value_col)),
+            };
+        }
+        self.pending.borrow_mut().push(PendingJoin {
+            plan,
+            kind: JoinKind::Left,
+            on: sub.on,
+            filter: None,
+            correlated: sub.correlated,
+            mark: None,
+        });
+        Ok(result)
+    }
+
+    /// How many joins are queued; pass it to [`Binder::apply_pending`] after binding.
+    pub(crate) fn pending_mark(&self) -> usize {
+        self.pending.borrow().len()
+    }
+
+    /// Joins the subqueries queued since `mark` into `input`. With `uncorrelated_only`
+    /// (expressions over an aggregate's output), a correlated one is refused.
+    pub(crate) fn apply_pending(
+        &self,
+        mut input: PlanBuilder,
+        mark: usize,
+        uncorrelated_only: bool,
+    ) -> Result<PlanBuilder, SqlError> {
+        let joins: Vec<PendingJoin> = self.pending.borrow_mut().drain(mark..).collect();
+        for j in joins {
+            if uncorrelated_only && j.correlated {
+                return Err(SqlError::unsupported(
+                    "correlated subqueries in the select list or HAVING of an aggregating query",
+                ));
+            }
+            input = match (j.kind, j.mark) {
+                (JoinKind::Mark { null_aware }, Some(name)) => {
+                    input.mark_join(j.plan, j.on, j.filter, null_aware, &name)?
+                }
+                (kind, _) => input.join(j.plan, kind, j.on, j.filter)?,
+            };
+        }
+        Ok(input)
+    }
+
+    /// `input`'s scope plus the columns the joins queued since `mark` will add.
+    pub(crate) fn pending_scope(&self, input: &PlanSchema, mark: usize) -> PlanSchema {
+        let mut fields = input.fields().to_vec();
+        for j in &self.pending.borrow()[mark..] {
+            match &j.mark {
+                Some(name) => fields.push(PlanField::new(None, name, DataType::Boolean, true)),
+                None => fields.extend(j.plan.schema().nullable().fields().iter().cloned()),
+            }
+        }
+        PlanSchema::new(fields)
+    }
+
+    /// Refuses subqueries where they are not supported (join conditions, VALUES, ...).
+    pub(crate) fn refuse_pending_since(&self, mark: usize, what: &str) -> Result<(), SqlError> {
+        if self.pending.borrow().len() > mark {
+            self.pending.borrow_mut().truncate(mark);
+            return Err(SqlError::unsupported(format!("subqueries in {what}")));
+        }
+        Ok(())
+    }
+
+    fn refuse_pending(&self, q: &ast::Query) -> Result<(), SqlError> {
+        if !self.pending.borrow().is_empty() {
+            self.pending.borrow_mut().clear();
+            return Err(SqlError::unsupported("a subquery as the left side of IN").at(q.span()));
+        }
+        Ok(())
+    }
+}
+
+/// The subquery's only visible column.
+fn single_value(sub: &Bound, q: &ast::Query) -> Result<Expr, SqlError> {
+    match sub.values.as_slice() {
+        [v] => Ok(v.clone()),
+        vs => Err(SqlError::invalid(format!(
+            "the subquery must return one column, not {}",
+            vs.len()
+        ))
+        .at(q.span())),
+    }
+}
+
+/// `key = outer` (either way round) with one side only key columns and the other none.
+fn key_pair(e: &Expr) -> Option<(Expr, Expr)> {
+    let Expr::Binary {
+        left,
+        op: morsel_planner::BinaryOp::Eq,
+        right,
+    } = e
+    else {
+        return None;
+    };
+    let keys_only = |x: &Expr| {
+        let cols = x.columns();
+        !cols.is_empty() && cols.iter().all(is_key_column)
+    };
+    let outer_only = |x: &Expr| {
+        let cols = x.columns();
+        !cols.is_empty() && !cols.iter().any(is_key_column)
+    };
+    if keys_only(right) && outer_only(left) {
+        Some((*left.clone(), *right.clone()))
+    } else if keys_only(left) && outer_only(right) {
+        Some((*right.clone(), *left.clone()))
+    } else {
+        None
+    }
+}
