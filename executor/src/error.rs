@@ -20,6 +20,9 @@ pub enum ExecError {
     DivisionByZero { op: &'static str },
     #[error("cannot cast {value:?} to {}", .to.sql_name())]
     Cast { value: String, to: DataType },
+    /// A function got an argument it cannot take (a bad regular expression, log of zero).
+    #[error("{0}")]
+    InvalidArgument(String),
     #[error("more than one row returned by a subquery used as an expression")]
     SubqueryRows,
     #[error("{0} is not supported yet")]

@@ -132,29 +132,123 @@ pub fn add_months(days: i32, months: i32) -> Option<i32> {
     i32::try_from(days_from_civil(ny, nm, nd)).ok()
 }
 
-/// A date part for EXTRACT / DATE_PART.
+/// A date part for EXTRACT / DATE_PART / DATE_TRUNC / DATE_DIFF.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DatePart {
     Year,
+    Quarter,
     Month,
+    /// ISO 8601 week (weeks start on Monday; week 1 holds the year's first Thursday).
+    Week,
     Day,
+    /// Day of the week, Sunday = 0 (DuckDB's and PostgreSQL's `dow`).
+    DayOfWeek,
+    /// Day of the year, 1-based.
+    DayOfYear,
+    Hour,
+    Minute,
+    Second,
 }
 
 impl DatePart {
+    /// Parses a part name as SQL spells it (`'year'`, `'years'`, `'dow'`, ...).
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "year" | "years" | "y" | "yr" | "yrs" => DatePart::Year,
+            "quarter" | "quarters" => DatePart::Quarter,
+            "month" | "months" | "mon" | "mons" => DatePart::Month,
+            "week" | "weeks" | "w" => DatePart::Week,
+            "day" | "days" | "d" => DatePart::Day,
+            "dow" | "dayofweek" | "weekday" => DatePart::DayOfWeek,
+            "doy" | "dayofyear" => DatePart::DayOfYear,
+            "hour" | "hours" | "h" => DatePart::Hour,
+            "minute" | "minutes" | "m" | "min" | "mins" => DatePart::Minute,
+            "second" | "seconds" | "s" | "sec" | "secs" => DatePart::Second,
+            _ => return None,
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             DatePart::Year => "year",
+            DatePart::Quarter => "quarter",
             DatePart::Month => "month",
+            DatePart::Week => "week",
             DatePart::Day => "day",
+            DatePart::DayOfWeek => "dow",
+            DatePart::DayOfYear => "doy",
+            DatePart::Hour => "hour",
+            DatePart::Minute => "minute",
+            DatePart::Second => "second",
         }
     }
 
+    /// The part of a date (time-of-day parts are 0).
     pub fn of_days(self, days: i32) -> i64 {
-        let (y, m, d) = civil_from_days(days as i64);
+        let days = days as i64;
+        let (y, m, d) = civil_from_days(days);
         match self {
             DatePart::Year => y,
+            DatePart::Quarter => (m as i64 - 1) / 3 + 1,
             DatePart::Month => m as i64,
             DatePart::Day => d as i64,
+            DatePart::DayOfWeek => (days + 4).rem_euclid(7),
+            DatePart::DayOfYear => days - days_from_civil(y, 1, 1) + 1,
+            DatePart::Week => {
+                // The ISO week is numbered within the year of its Thursday.
+                let thursday = days - (days + 3).rem_euclid(7) + 3;
+                let (ty, _, _) = civil_from_days(thursday);
+                (thursday - days_from_civil(ty, 1, 1)) / 7 + 1
+            }
+            DatePart::Hour | DatePart::Minute | DatePart::Second => 0,
+        }
+    }
+
+    /// The part of a timestamp (microseconds since the epoch).
+    pub fn of_micros(self, micros: i64) -> i64 {
+        let in_day = micros.rem_euclid(MICROS_PER_DAY);
+        match self {
+            DatePart::Hour => in_day / 3_600_000_000,
+            DatePart::Minute => in_day / 60_000_000 % 60,
+            DatePart::Second => in_day / 1_000_000 % 60,
+            _ => self.of_days(micros.div_euclid(MICROS_PER_DAY) as i32),
+        }
+    }
+
+    /// `date_trunc`: the timestamp at the start of the part containing `micros`.
+    pub fn truncate(self, micros: i64) -> i64 {
+        let days = micros.div_euclid(MICROS_PER_DAY);
+        let (y, m, _) = civil_from_days(days);
+        let day_start = |d: i64| d * MICROS_PER_DAY;
+        match self {
+            DatePart::Year => day_start(days_from_civil(y, 1, 1)),
+            DatePart::Quarter => day_start(days_from_civil(y, (m - 1) / 3 * 3 + 1, 1)),
+            DatePart::Month => day_start(days_from_civil(y, m, 1)),
+            DatePart::Week => day_start(days - (days + 3).rem_euclid(7)),
+            DatePart::Day | DatePart::DayOfWeek | DatePart::DayOfYear => day_start(days),
+            DatePart::Hour => micros - micros.rem_euclid(3_600_000_000),
+            DatePart::Minute => micros - micros.rem_euclid(60_000_000),
+            DatePart::Second => micros - micros.rem_euclid(1_000_000),
+        }
+    }
+
+    /// `date_diff`: how many part boundaries lie between `a` and `b` (negative if b < a).
+    pub fn diff(self, a: i64, b: i64) -> i64 {
+        let months = |x: i64| {
+            let (y, m, _) = civil_from_days(x.div_euclid(MICROS_PER_DAY));
+            y * 12 + m as i64 - 1
+        };
+        match self {
+            DatePart::Year => DatePart::Year.of_micros(b) - DatePart::Year.of_micros(a),
+            DatePart::Quarter => months(b).div_euclid(3) - months(a).div_euclid(3),
+            DatePart::Month => months(b) - months(a),
+            DatePart::Week => (self.truncate(b) - self.truncate(a)) / (7 * MICROS_PER_DAY),
+            DatePart::Day | DatePart::DayOfWeek | DatePart::DayOfYear => {
+                b.div_euclid(MICROS_PER_DAY) - a.div_euclid(MICROS_PER_DAY)
+            }
+            DatePart::Hour => b.div_euclid(3_600_000_000) - a.div_euclid(3_600_000_000),
+            DatePart::Minute => b.div_euclid(60_000_000) - a.div_euclid(60_000_000),
+            DatePart::Second => b.div_euclid(1_000_000) - a.div_euclid(1_000_000),
         }
     }
 }

@@ -6,7 +6,7 @@ use morsel_storage::{Batch, Column, DataType, ScalarValue};
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::like::LikeMatcher;
-use crate::kernels::{arith, boolean, cast, compare, math, select, string, temporal};
+use crate::kernels::{arith, boolean, cast, compare, math, select, string, temporal, text};
 
 #[derive(Clone, Debug)]
 pub enum PhysExpr {
@@ -119,10 +119,11 @@ pub fn compile(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
             pattern,
             negated,
             case_insensitive,
+            escape,
         } => match pattern.as_ref() {
             Expr::Literal(ScalarValue::Utf8(p)) => PhysExpr::Like {
                 expr: c(expr)?,
-                matcher: LikeMatcher::new(p, *case_insensitive),
+                matcher: LikeMatcher::new(p, *case_insensitive, *escape)?,
                 negated: *negated,
             },
             other => {
@@ -290,6 +291,47 @@ fn eval_function(
             select::interleave(&refs, &choice, ty)?
         }
         Extract(part) => temporal::extract(part, &args[0])?,
+        DateTrunc(part) => temporal::trunc(part, &args[0])?,
+        DateDiff(part) => temporal::diff(part, &args[0], &args[1])?,
+        Ln | Log10 | Exp => math::unary(func, &args[0], None)?,
+        Power => math::power(&args[0], &args[1])?,
+        Ltrim => text::ltrim(&args[0])?,
+        Rtrim => text::rtrim(&args[0])?,
+        Replace => text::replace(&args[0], &args[1], &args[2])?,
+        SplitPart => text::split_part(&args[0], &args[1], &args[2])?,
+        Left | Right => text::left_right(&args[0], &args[1], func == Right)?,
+        Position => text::position(&args[0], &args[1])?,
+        StartsWith => text::starts_with(&args[0], &args[1])?,
+        RegexpMatches => text::regexp_matches(&args[0], &args[1])?,
+        Concat => text::concat(args)?,
+        TryCast(to) => cast::try_cast(&args[0], to)?,
+        Greatest | Least => {
+            // Per row, the argument holding the extreme non-NULL value.
+            let choice: Vec<u32> = (0..rows)
+                .map(|i| {
+                    let mut best: Option<usize> = None;
+                    for (k, c) in args.iter().enumerate() {
+                        if !c.is_valid(i) {
+                            continue;
+                        }
+                        let wins = best.is_none_or(|b| {
+                            let ord = compare::cmp_rows(c, i, &args[b], i);
+                            if func == Greatest {
+                                ord.is_gt()
+                            } else {
+                                ord.is_lt()
+                            }
+                        });
+                        if wins {
+                            best = Some(k);
+                        }
+                    }
+                    best.map_or(u32::MAX, |k| k as u32)
+                })
+                .collect();
+            let refs: Vec<&Column> = args.iter().collect();
+            select::interleave(&refs, &choice, ty)?
+        }
         AddDays | AddMonths => match &args[0] {
             Column::Date32(d) => temporal::add(d, int64_arg(&args[1])?, func == AddMonths)?,
             other => {

@@ -136,6 +136,23 @@ pub fn cast(c: &Column, to: DataType) -> ExecResult<Column> {
     })
 }
 
+/// `TRY_CAST`: like [`cast`], but a value that cannot be converted becomes NULL.
+pub fn try_cast(c: &Column, to: DataType) -> ExecResult<Column> {
+    match cast(c, to) {
+        Ok(out) => Ok(out),
+        Err(ExecError::Unsupported(msg)) => Err(ExecError::Unsupported(msg)),
+        Err(_) => {
+            // Some value failed: convert row by row, keeping what converts.
+            let mut out = ColumnBuilder::with_capacity(to, c.len());
+            for i in 0..c.len() {
+                let v = c.scalar_at(i).cast_to(to).unwrap_or(ScalarValue::Null);
+                out.push_scalar(&v)?;
+            }
+            Ok(out.finish())
+        }
+    }
+}
+
 /// A column of `len` rows of `value` (of type `ty`, or NULL).
 pub fn broadcast(value: &ScalarValue, ty: DataType, len: usize) -> ExecResult<Column> {
     let v = if value.is_null() || value.data_type() == ty {

@@ -28,6 +28,23 @@ pub fn cmp_f64(a: f64, b: f64) -> Ordering {
         .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
+/// Compares row `i` of `a` with row `j` of `b`, two valid values of one type (ascending;
+/// columns of different types compare equal).
+pub fn cmp_rows(a: &Column, i: usize, b: &Column, j: usize) -> Ordering {
+    match (a, b) {
+        (Column::Boolean(x), Column::Boolean(y)) => x.values().get(i).cmp(&y.values().get(j)),
+        (Column::Int32(x), Column::Int32(y)) | (Column::Date32(x), Column::Date32(y)) => {
+            x.values()[i].cmp(&y.values()[j])
+        }
+        (Column::Int64(x), Column::Int64(y)) | (Column::Timestamp(x), Column::Timestamp(y)) => {
+            x.values()[i].cmp(&y.values()[j])
+        }
+        (Column::Float64(x), Column::Float64(y)) => cmp_f64(x.values()[i], y.values()[j]),
+        (Column::Utf8(x), Column::Utf8(y)) => x.value_bytes(i).cmp(y.value_bytes(j)),
+        _ => Ordering::Equal,
+    }
+}
+
 macro_rules! prim {
     ($op:expr, $a:expr, $b:expr, $cmp:expr) => {{
         let (x, y) = ($a.values(), $b.values());

@@ -5,6 +5,8 @@
 
 use morsel_storage::{Bitmap, BooleanColumn, Utf8Column};
 
+use crate::error::{ExecError, ExecResult};
+
 #[derive(Clone, Debug, PartialEq)]
 enum Token {
     Lit(char),
@@ -29,20 +31,31 @@ enum Fast {
 }
 
 impl LikeMatcher {
-    pub fn new(pattern: &str, case_insensitive: bool) -> Self {
+    /// Compiles `pattern`; with `escape`, the character after it is literal (an escape at
+    /// the end of the pattern is an error, as in DuckDB).
+    pub fn new(pattern: &str, case_insensitive: bool, escape: Option<char>) -> ExecResult<Self> {
         let pattern = if case_insensitive {
             pattern.to_lowercase()
         } else {
             pattern.to_string()
         };
-        let tokens: Vec<Token> = pattern
-            .chars()
-            .map(|c| match c {
+        let mut tokens: Vec<Token> = Vec::with_capacity(pattern.len());
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            tokens.push(match c {
+                c if Some(c) == escape => match chars.next() {
+                    Some(next) => Token::Lit(next),
+                    None => {
+                        return Err(ExecError::InvalidArgument(format!(
+                            "the LIKE pattern {pattern:?} ends with its escape character"
+                        )))
+                    }
+                },
                 '%' => Token::Any,
                 '_' => Token::One,
                 c => Token::Lit(c),
-            })
-            .collect();
+            });
+        }
         let lits = |t: &[Token]| -> Option<String> {
             t.iter()
                 .map(|x| {
@@ -70,11 +83,11 @@ impl LikeMatcher {
         } else {
             Fast::General
         };
-        Self {
+        Ok(Self {
             tokens,
             fast,
             case_insensitive,
-        }
+        })
     }
 
     pub fn matches(&self, text: &str) -> bool {
@@ -159,11 +172,13 @@ mod tests {
         ];
         for (p, t, want) in cases {
             assert_eq!(
-                LikeMatcher::new(p, false).matches(t),
+                LikeMatcher::new(p, false, None).unwrap().matches(t),
                 want,
                 "{t:?} LIKE {p:?}"
             );
         }
-        assert!(LikeMatcher::new("ABC%", true).matches("abcdef"));
+        assert!(LikeMatcher::new("ABC%", true, None)
+            .unwrap()
+            .matches("abcdef"));
     }
 }

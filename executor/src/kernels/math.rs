@@ -1,4 +1,4 @@
-//! Numeric functions: ABS, ROUND, FLOOR, CEIL, SQRT.
+//! Numeric functions: ABS, ROUND, FLOOR, CEIL, SQRT, LN, LOG10, EXP, POWER.
 
 use morsel_planner::ScalarFunc;
 use morsel_storage::{Buffer, Column, DataType, NativeType, PrimitiveColumn};
@@ -68,6 +68,30 @@ pub fn unary(
         (ScalarFunc::Floor, Column::Float64(x)) => map_f64(x, f64::floor),
         (ScalarFunc::Ceil, Column::Float64(x)) => map_f64(x, f64::ceil),
         (ScalarFunc::Sqrt, Column::Float64(x)) => map_f64(x, f64::sqrt),
+        (ScalarFunc::Exp, Column::Float64(x)) => map_f64(x, f64::exp),
+        (ScalarFunc::Ln | ScalarFunc::Log10, Column::Float64(x)) => {
+            // DuckDB refuses the logarithm of zero and of negative numbers.
+            for (i, v) in x.values().iter().enumerate() {
+                if x.is_valid(i) && *v <= 0.0 {
+                    return Err(ExecError::InvalidArgument(format!(
+                        "cannot take the logarithm of {}",
+                        if *v == 0.0 {
+                            "zero"
+                        } else {
+                            "a negative number"
+                        }
+                    )));
+                }
+            }
+            map_f64(
+                x,
+                if func == ScalarFunc::Ln {
+                    f64::ln
+                } else {
+                    f64::log10
+                },
+            )
+        }
         (ScalarFunc::Round, Column::Float64(x)) => match digits {
             None => map_f64(x, |v| round_f64(v, 0)),
             Some(d) => {
@@ -91,6 +115,27 @@ pub fn unary(
             )))
         }
     })
+}
+
+/// `power(a, b)`.
+pub fn power(a: &Column, b: &Column) -> ExecResult<Column> {
+    match (a, b) {
+        (Column::Float64(x), Column::Float64(y)) => {
+            let values = (0..x.len())
+                .map(|i| x.values()[i].powf(y.values()[i]))
+                .collect();
+            let validity = crate::kernels::and_validity(x.validity(), y.validity());
+            Ok(Column::Float64(PrimitiveColumn::new(
+                Buffer::from_vec(values),
+                validity,
+            )))
+        }
+        _ => Err(ExecError::Internal(format!(
+            "power() on {} and {}",
+            a.data_type(),
+            b.data_type()
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod math;
 pub mod select;
 pub mod string;
 pub mod temporal;
+pub mod text;
 
 use morsel_storage::Bitmap;
 

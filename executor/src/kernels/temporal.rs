@@ -1,6 +1,6 @@
-//! Date functions: EXTRACT, and adding days or months to dates.
+//! Date functions: EXTRACT, DATE_TRUNC, DATE_DIFF, and adding days or months to dates.
 
-use morsel_storage::temporal::{add_months, DatePart, MICROS_PER_DAY};
+use morsel_storage::temporal::{add_months, DatePart};
 use morsel_storage::{Buffer, Column, PrimitiveColumn};
 
 use crate::error::{ExecError, ExecResult};
@@ -8,11 +8,7 @@ use crate::error::{ExecError, ExecResult};
 pub fn extract(part: DatePart, c: &Column) -> ExecResult<Column> {
     let values: Vec<i64> = match c {
         Column::Date32(d) => d.values().iter().map(|&x| part.of_days(x)).collect(),
-        Column::Timestamp(t) => t
-            .values()
-            .iter()
-            .map(|&x| part.of_days(x.div_euclid(MICROS_PER_DAY) as i32))
-            .collect(),
+        Column::Timestamp(t) => t.values().iter().map(|&x| part.of_micros(x)).collect(),
         other => {
             return Err(ExecError::Internal(format!(
                 "extract from {}",
@@ -53,4 +49,36 @@ pub fn add(
         }
     }
     Ok(Column::Date32(b.finish()))
+}
+
+fn timestamps(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
+    match c {
+        Column::Timestamp(t) => Ok(t),
+        other => Err(ExecError::Internal(format!(
+            "expected TIMESTAMP, got {}",
+            other.data_type()
+        ))),
+    }
+}
+
+/// `date_trunc(part, ts)`.
+pub fn trunc(part: DatePart, c: &Column) -> ExecResult<Column> {
+    let t = timestamps(c)?;
+    let values = t.values().iter().map(|&x| part.truncate(x)).collect();
+    Ok(Column::Timestamp(PrimitiveColumn::new(
+        Buffer::from_vec(values),
+        t.validity().cloned(),
+    )))
+}
+
+/// `date_diff(part, a, b)`.
+pub fn diff(part: DatePart, a: &Column, b: &Column) -> ExecResult<Column> {
+    let (x, y) = (timestamps(a)?, timestamps(b)?);
+    let values = (0..x.len())
+        .map(|i| part.diff(x.values()[i], y.values()[i]))
+        .collect();
+    Ok(Column::Int64(PrimitiveColumn::new(
+        Buffer::from_vec(values),
+        crate::kernels::and_validity(x.validity(), y.validity()),
+    )))
 }

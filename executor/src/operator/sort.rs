@@ -7,7 +7,7 @@ use morsel_storage::{Batch, Column, SchemaRef};
 
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
-use crate::kernels::compare::cmp_f64;
+use crate::kernels::compare::cmp_rows;
 use crate::scheduler::Sink;
 
 pub struct SortKey {
@@ -23,13 +23,7 @@ pub struct SortSink {
 
 /// Compares two rows of one evaluated key column (ascending, NULLs not handled).
 fn value_order(c: &Column, a: usize, b: usize) -> Ordering {
-    match c {
-        Column::Boolean(x) => x.values().get(a).cmp(&x.values().get(b)),
-        Column::Int32(x) | Column::Date32(x) => x.values()[a].cmp(&x.values()[b]),
-        Column::Int64(x) | Column::Timestamp(x) => x.values()[a].cmp(&x.values()[b]),
-        Column::Float64(x) => cmp_f64(x.values()[a], x.values()[b]),
-        Column::Utf8(x) => x.value_bytes(a).cmp(x.value_bytes(b)),
-    }
+    cmp_rows(c, a, c, b)
 }
 
 impl Sink for SortSink {

@@ -216,6 +216,7 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             pattern,
             negated,
             case_insensitive,
+            escape,
         } => {
             let (e, t) = typed(*expr, schema)?;
             let (p, pt) = typed(*pattern, schema)?;
@@ -224,6 +225,7 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
                 pattern: Box::new(cast(p, pt, DataType::Utf8)?),
                 negated,
                 case_insensitive,
+                escape,
             }
         }
         Expr::Function { func, args } => coerce_function(func, args, schema)?,
@@ -449,6 +451,83 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
                 .map(|a| want(a, DataType::Float64))
                 .collect::<PlanResult<_>>()?
         }
+        Ln | Log10 | Exp | Power => {
+            let n = if func == Power { 2 } else { 1 };
+            expect_args(func, &typed_args, n, n)?;
+            typed_args
+                .into_iter()
+                .map(|a| want(a, DataType::Float64))
+                .collect::<PlanResult<_>>()?
+        }
+        Ltrim | Rtrim | Replace | StartsWith | Position | RegexpMatches => {
+            let n = match func {
+                Ltrim | Rtrim => 1,
+                Replace => 3,
+                _ => 2,
+            };
+            expect_args(func, &typed_args, n, n)?;
+            typed_args
+                .into_iter()
+                .map(|a| want(a, DataType::Utf8))
+                .collect::<PlanResult<_>>()?
+        }
+        SplitPart | Left | Right => {
+            let n = if func == SplitPart { 3 } else { 2 };
+            expect_args(func, &typed_args, n, n)?;
+            let last = typed_args.len() - 1;
+            typed_args
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    want(
+                        a,
+                        if i == last {
+                            DataType::Int64
+                        } else {
+                            DataType::Utf8
+                        },
+                    )
+                })
+                .collect::<PlanResult<_>>()?
+        }
+        Concat => {
+            expect_args(func, &typed_args, 1, usize::MAX)?;
+            typed_args
+                .into_iter()
+                .map(|a| want(a, DataType::Utf8))
+                .collect::<PlanResult<_>>()?
+        }
+        Greatest | Least => {
+            expect_args(func, &typed_args, 1, usize::MAX)?;
+            unify(
+                typed_args.into_iter().map(|(e, _)| e).collect(),
+                schema,
+                &func.name(),
+            )?
+            .0
+        }
+        TryCast(_) => {
+            expect_args(func, &typed_args, 1, 1)?;
+            typed_args.into_iter().map(|(e, _)| e).collect()
+        }
+        DateTrunc(_) | DateDiff(_) => {
+            let n = if matches!(func, DateDiff(_)) { 2 } else { 1 };
+            expect_args(func, &typed_args, n, n)?;
+            typed_args
+                .into_iter()
+                .map(|(e, t)| match t {
+                    DataType::Timestamp => Ok(e),
+                    DataType::Date32 | DataType::Utf8 | DataType::Null => {
+                        cast(e, t, DataType::Timestamp)
+                    }
+                    other => Err(PlanError::mismatch(format!(
+                        "{}() expects a DATE or TIMESTAMP, got {} ({e})",
+                        func.name(),
+                        other.sql_name()
+                    ))),
+                })
+                .collect::<PlanResult<_>>()?
+        }
         Lower | Upper | Length | Trim => {
             expect_args(func, &typed_args, 1, 1)?;
             typed_args
@@ -570,6 +649,30 @@ impl Expr {
                 | ScalarFunc::Substring => DataType::Utf8,
                 ScalarFunc::Length | ScalarFunc::Extract(_) => DataType::Int64,
                 ScalarFunc::AddDays | ScalarFunc::AddMonths => DataType::Date32,
+                ScalarFunc::Ln | ScalarFunc::Log10 | ScalarFunc::Exp | ScalarFunc::Power => {
+                    DataType::Float64
+                }
+                ScalarFunc::Ltrim
+                | ScalarFunc::Rtrim
+                | ScalarFunc::Replace
+                | ScalarFunc::SplitPart
+                | ScalarFunc::Concat
+                | ScalarFunc::Left
+                | ScalarFunc::Right => DataType::Utf8,
+                ScalarFunc::Position | ScalarFunc::DateDiff(_) => DataType::Int64,
+                ScalarFunc::StartsWith | ScalarFunc::RegexpMatches => DataType::Boolean,
+                ScalarFunc::Greatest | ScalarFunc::Least => {
+                    let mut t = DataType::Null;
+                    for a in args {
+                        let at = a.data_type(schema)?;
+                        if at != DataType::Null {
+                            t = at;
+                        }
+                    }
+                    t
+                }
+                ScalarFunc::TryCast(t) => *t,
+                ScalarFunc::DateTrunc(_) => DataType::Timestamp,
             },
             Expr::Aggregate { func, args, .. } => match func {
                 AggFunc::CountStar | AggFunc::Count => DataType::Int64,

@@ -115,14 +115,21 @@ impl fmt::Display for Expr {
                 pattern,
                 negated,
                 case_insensitive,
-            } => write!(
-                f,
-                "{} {}{} {}",
-                Operand(expr),
-                if *negated { "NOT " } else { "" },
-                if *case_insensitive { "ILIKE" } else { "LIKE" },
-                Operand(pattern)
-            ),
+                escape,
+            } => {
+                write!(
+                    f,
+                    "{} {}{} {}",
+                    Operand(expr),
+                    if *negated { "NOT " } else { "" },
+                    if *case_insensitive { "ILIKE" } else { "LIKE" },
+                    Operand(pattern)
+                )?;
+                match escape {
+                    Some(c) => write!(f, " ESCAPE '{c}'"),
+                    None => Ok(()),
+                }
+            }
             Expr::Function { func, args } => {
                 write!(f, "{}(", func.name())?;
                 list(f, args)?;

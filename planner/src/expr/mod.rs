@@ -122,6 +122,34 @@ pub enum ScalarFunc {
     AddDays,
     /// `date + n months` (`INTERVAL 'n' MONTH` / `YEAR`), clamping the day of month.
     AddMonths,
+    /// Natural logarithm; NULL for zero and negative numbers is an error in DuckDB, here too.
+    Ln,
+    Log10,
+    Exp,
+    Power,
+    Ltrim,
+    Rtrim,
+    /// `position(needle IN haystack)` / `strpos(haystack, needle)`: 1-based, 0 if absent.
+    /// Arguments are stored haystack first.
+    Position,
+    Replace,
+    SplitPart,
+    StartsWith,
+    /// `concat(a, b, ...)`: NULL arguments count as empty strings.
+    Concat,
+    Left,
+    Right,
+    /// `regexp_matches(s, pattern)`: whether the pattern matches anywhere in `s`.
+    RegexpMatches,
+    /// Largest / smallest argument, ignoring NULLs (NULL only if all are).
+    Greatest,
+    Least,
+    /// `TRY_CAST(x AS t)`: NULL where the cast fails.
+    TryCast(DataType),
+    /// `date_trunc(part, x)`: a TIMESTAMP.
+    DateTrunc(DatePart),
+    /// `date_diff(part, a, b)`: part boundaries between a and b.
+    DateDiff(DatePart),
 }
 
 impl ScalarFunc {
@@ -141,6 +169,25 @@ impl ScalarFunc {
             ScalarFunc::Extract(p) => format!("extract_{}", p.name()),
             ScalarFunc::AddDays => "add_days".into(),
             ScalarFunc::AddMonths => "add_months".into(),
+            ScalarFunc::Ln => "ln".into(),
+            ScalarFunc::Log10 => "log10".into(),
+            ScalarFunc::Exp => "exp".into(),
+            ScalarFunc::Power => "power".into(),
+            ScalarFunc::Ltrim => "ltrim".into(),
+            ScalarFunc::Rtrim => "rtrim".into(),
+            ScalarFunc::Position => "strpos".into(),
+            ScalarFunc::Replace => "replace".into(),
+            ScalarFunc::SplitPart => "split_part".into(),
+            ScalarFunc::StartsWith => "starts_with".into(),
+            ScalarFunc::Concat => "concat".into(),
+            ScalarFunc::Left => "left".into(),
+            ScalarFunc::Right => "right".into(),
+            ScalarFunc::RegexpMatches => "regexp_matches".into(),
+            ScalarFunc::Greatest => "greatest".into(),
+            ScalarFunc::Least => "least".into(),
+            ScalarFunc::TryCast(t) => format!("try_cast_{}", t.sql_name().to_ascii_lowercase()),
+            ScalarFunc::DateTrunc(p) => format!("date_trunc_{}", p.name()),
+            ScalarFunc::DateDiff(p) => format!("date_diff_{}", p.name()),
         }
     }
 }
@@ -244,6 +291,8 @@ pub enum Expr {
         pattern: Box<Expr>,
         negated: bool,
         case_insensitive: bool,
+        /// `ESCAPE 'c'`: the character that makes the next `%`, `_` or itself literal.
+        escape: Option<char>,
     },
     Function {
         func: ScalarFunc,

@@ -127,6 +127,7 @@ impl Expr {
                 pattern,
                 negated,
                 case_insensitive,
+                escape,
             } => {
                 let expr = b(expr);
                 Expr::Like {
@@ -134,6 +135,7 @@ impl Expr {
                     pattern: b(pattern),
                     negated,
                     case_insensitive,
+                    escape,
                 }
             }
             Expr::Function { func, args } => Expr::Function {

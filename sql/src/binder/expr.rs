@@ -1,7 +1,7 @@
 //! Binds SQL expressions to planner expressions. Column references are checked against the
 //! scope right away, so an unknown column is reported at its own position.
 
-use morsel_planner::{BinaryOp, ColumnRef, Expr, PlanSchema, ScalarFunc};
+use morsel_planner::{AggFunc, BinaryOp, ColumnRef, Expr, PlanSchema, ScalarFunc};
 use morsel_storage::temporal::{self, DatePart};
 use morsel_storage::ScalarValue;
 use sqlparser::ast::{self, Spanned};
@@ -103,19 +103,24 @@ impl Binder<'_> {
                 any: false,
                 expr,
                 pattern,
-                escape_char: None,
+                escape_char,
             }
             | A::ILike {
                 negated,
                 any: false,
                 expr,
                 pattern,
-                escape_char: None,
+                escape_char,
             } => Expr::Like {
                 expr: b(expr)?,
                 pattern: b(pattern)?,
                 negated: *negated,
                 case_insensitive: matches!(e, A::ILike { .. }),
+                escape: escape_char.as_deref().map(escape_character).transpose()?,
+            },
+            A::Position { expr, r#in } => Expr::Function {
+                func: ScalarFunc::Position,
+                args: vec![self.expr(r#in, scope)?, self.expr(expr, scope)?],
             },
             A::Cast {
                 kind,
@@ -127,7 +132,10 @@ impl Binder<'_> {
                     expr: b(expr)?,
                     to: sql_type(data_type)?,
                 },
-                _ => return Err(SqlError::unsupported(format!("{kind:?}"))),
+                ast::CastKind::TryCast | ast::CastKind::SafeCast => Expr::Function {
+                    func: ScalarFunc::TryCast(sql_type(data_type)?),
+                    args: vec![self.expr(expr, scope)?],
+                },
             },
             A::Extract { field, expr, .. } => Expr::Function {
                 func: ScalarFunc::Extract(date_part(field)?),
@@ -168,11 +176,15 @@ impl Binder<'_> {
             }
             A::Trim {
                 expr,
-                trim_where: None,
+                trim_where,
                 trim_what: None,
                 trim_characters: None,
             } => Expr::Function {
-                func: ScalarFunc::Trim,
+                func: match trim_where {
+                    None | Some(ast::TrimWhereField::Both) => ScalarFunc::Trim,
+                    Some(ast::TrimWhereField::Leading) => ScalarFunc::Ltrim,
+                    Some(ast::TrimWhereField::Trailing) => ScalarFunc::Rtrim,
+                },
                 args: vec![self.expr(expr, scope)?],
             },
             A::Case {
@@ -272,9 +284,14 @@ impl Binder<'_> {
                 "{name} without an argument list"
             )));
         };
-        if f.filter.is_some() || f.over.is_some() || !list.clauses.is_empty() {
+        if f.over.is_some() {
             return Err(SqlError::unsupported(format!(
-                "FILTER, OVER or ORDER BY clauses on {name}()"
+                "{name}() OVER (window functions)"
+            )));
+        }
+        if !list.clauses.is_empty() {
+            return Err(SqlError::unsupported(format!(
+                "ORDER BY or other clauses inside {name}()"
             )));
         }
         let distinct = matches!(
@@ -287,6 +304,111 @@ impl Binder<'_> {
                 candidates: functions::suggestions(&name),
             })
         })?;
+        let (mut args, star) = self.function_args(&name, list, scope)?;
+        if !f.within_group.is_empty() {
+            args = self.within_group(&name, f, args, scope)?;
+        }
+        let plain = |what: &str| -> Result<(), SqlError> {
+            if star || distinct || f.filter.is_some() {
+                return Err(SqlError::invalid(format!(
+                    "{what}() does not take *, DISTINCT or FILTER"
+                )));
+            }
+            Ok(())
+        };
+        Ok(match kind {
+            FunctionKind::Aggregate(func) => {
+                let func = match (func, star) {
+                    (AggFunc::Count, true) if args.is_empty() => AggFunc::CountStar,
+                    (_, false) => func,
+                    _ => {
+                        return Err(SqlError::invalid(format!("{name}(*) is not a function")));
+                    }
+                };
+                if args.len() != func.arity() {
+                    return Err(SqlError::invalid(format!(
+                        "{name}() takes {} argument{}, got {}",
+                        func.arity(),
+                        if func.arity() == 1 { "" } else { "s" },
+                        args.len()
+                    )));
+                }
+                let (func, args) = match &f.filter {
+                    // agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): aggregates skip
+                    // NULLs, and count(*) counts the rows where c holds.
+                    Some(cond) => {
+                        let cond = self.expr(cond, scope)?;
+                        let when = |x: Expr| Expr::Case {
+                            operand: None,
+                            branches: vec![(cond.clone(), x)],
+                            otherwise: None,
+                        };
+                        if func == AggFunc::CountStar {
+                            (
+                                AggFunc::Count,
+                                vec![when(Expr::Literal(ScalarValue::Int32(1)))],
+                            )
+                        } else {
+                            let mut args = args;
+                            args[0] = when(args[0].clone());
+                            (func, args)
+                        }
+                    }
+                    None => (func, args),
+                };
+                Expr::Aggregate {
+                    func,
+                    args,
+                    distinct,
+                }
+            }
+            FunctionKind::Scalar(func) => {
+                plain(&name)?;
+                Expr::Function { func, args }
+            }
+            FunctionKind::NullIf => {
+                plain(&name)?;
+                let [a, b]: [Expr; 2] = args
+                    .try_into()
+                    .map_err(|_| SqlError::invalid("nullif() takes 2 arguments"))?;
+                Expr::Case {
+                    operand: None,
+                    branches: vec![(a.clone().eq(b), Expr::Literal(ScalarValue::Null))],
+                    otherwise: Some(Box::new(a)),
+                }
+            }
+            FunctionKind::DatePart | FunctionKind::DateTrunc | FunctionKind::DateDiff => {
+                plain(&name)?;
+                let mut it = args.into_iter();
+                let part = match it.next() {
+                    Some(Expr::Literal(ScalarValue::Utf8(p))) => DatePart::parse(&p)
+                        .ok_or_else(|| SqlError::invalid(format!("unknown date part '{p}'")))?,
+                    _ => {
+                        return Err(SqlError::invalid(format!(
+                            "{name}() takes the date part as a constant string first"
+                        )))
+                    }
+                };
+                let func = match kind {
+                    FunctionKind::DatePart => ScalarFunc::Extract(part),
+                    FunctionKind::DateTrunc => ScalarFunc::DateTrunc(part),
+                    _ => ScalarFunc::DateDiff(part),
+                };
+                Expr::Function {
+                    func,
+                    args: it.collect(),
+                }
+            }
+        })
+    }
+
+    /// The bound arguments of a call, and whether it was `f(*)`.
+    pub(crate) fn function_args(
+        &self,
+        name: &str,
+        list: &ast::FunctionArgumentList,
+        scope: &PlanSchema,
+    ) -> Result<(Vec<Expr>, bool), SqlError> {
         let mut star = false;
         let mut args = Vec::with_capacity(list.args.len());
         for a in &list.args {
@@ -302,33 +424,49 @@ impl Binder<'_> {
                 }
             }
         }
-        Ok(match kind {
-            FunctionKind::Aggregate(func) => {
-                let func = match (func, star, args.len()) {
-                    (morsel_planner::AggFunc::Count, true, 0) => morsel_planner::AggFunc::CountStar,
-                    (_, false, 1) => func,
-                    _ => {
-                        return Err(SqlError::invalid(format!(
-                            "{name}() takes exactly one argument"
-                        )))
-                    }
-                };
-                Expr::Aggregate {
-                    func,
-                    args,
-                    distinct,
-                }
-            }
-            FunctionKind::Scalar(func) => {
-                if star || distinct {
-                    return Err(SqlError::invalid(format!(
-                        "{name}() does not take * or DISTINCT"
-                    )));
-                }
-                Expr::Function { func, args }
-            }
-        })
+        Ok((args, star))
     }
+
+    /// `percentile_cont(q) WITHIN GROUP (ORDER BY x [DESC])`: `quantile_cont(x, q)`.
+    fn within_group(
+        &self,
+        name: &str,
+        f: &ast::Function,
+        args: Vec<Expr>,
+        scope: &PlanSchema,
+    ) -> Result<Vec<Expr>, SqlError> {
+        match (name, f.within_group.as_slice(), args.as_slice()) {
+            ("percentile_cont" | "quantile_cont", [key], [q]) => {
+                let x = self.expr(&key.expr, scope)?;
+                let q = match (q, &key.options.sort) {
+                    (Expr::Literal(v), Some(ast::OrderBySort::Desc)) => {
+                        match v.clone().cast_to(morsel_storage::DataType::Float64) {
+                            Ok(ScalarValue::Float64(q)) => {
+                                Expr::Literal(ScalarValue::Float64(1.0 - q))
+                            }
+                            _ => q.clone(),
+                        }
+                    }
+                    _ => q.clone(),
+                };
+                Ok(vec![x, q])
+            }
+            _ => Err(SqlError::unsupported(format!("WITHIN GROUP on {name}()"))),
+        }
+    }
+}
+
+/// The character of `ESCAPE 'c'`.
+fn escape_character(e: &ast::Expr) -> Result<char, SqlError> {
+    if let ast::Expr::Value(v) = e {
+        if let ast::Value::SingleQuotedString(s) = &v.value {
+            let mut chars = s.chars();
+            if let (Some(c), None) = (chars.next(), chars.next()) {
+                return Ok(c);
+            }
+        }
+    }
+    Err(SqlError::invalid(format!("ESCAPE takes a single character, got {e}")).at(e.span()))
 }
 
 /// `date +/- INTERVAL`: a TIMESTAMP, as in DuckDB and PostgreSQL.
@@ -389,7 +527,10 @@ fn date_part(field: &ast::DateTimeField) -> Result<DatePart, SqlError> {
         ast::DateTimeField::Year | ast::DateTimeField::Years => DatePart::Year,
         ast::DateTimeField::Month | ast::DateTimeField::Months => DatePart::Month,
         ast::DateTimeField::Day | ast::DateTimeField::Days => DatePart::Day,
-        other => return Err(SqlError::unsupported(format!("EXTRACT({other})"))),
+        other => match DatePart::parse(other.to_string().trim_matches('\'')) {
+            Some(p) => p,
+            None => return Err(SqlError::unsupported(format!("EXTRACT({other})"))),
+        },
     })
 }
 
