@@ -21,6 +21,7 @@ use crate::operator::hash_join::{HashProbeOp, JoinTable, MatchedRows};
 use crate::operator::limit::LimitSink;
 use crate::operator::project::ProjectOp;
 use crate::operator::sort::{SortKey, SortSink};
+use crate::operator::window::{self, WindowSpec};
 use crate::scheduler::{run_pipeline, Operator, Sink, Source};
 use crate::source::{CsvSource, MemorySource};
 
@@ -186,6 +187,35 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             };
             let out = build(input, ctx)?.run(ctx, &sink)?;
             materialized("sort", out, in_schema)
+        }
+        LogicalPlan::Window {
+            input,
+            exprs,
+            schema,
+        } => {
+            let in_schema = input.schema();
+            let specs = exprs
+                .iter()
+                .map(|e| match e.clone().unalias() {
+                    Expr::Window(w) => WindowSpec::from_expr(
+                        &w,
+                        |x| compile(x, in_schema),
+                        e.data_type(in_schema)?,
+                    ),
+                    other => Err(ExecError::Internal(format!(
+                        "{other} is not a window function"
+                    ))),
+                })
+                .collect::<ExecResult<Vec<_>>>()?;
+            let rows = build(input, ctx)?.run(ctx, &CollectSink)?;
+            let input_schema = storage_schema(in_schema);
+            let batch = Batch::concat(input_schema.clone(), &relabel(rows, &input_schema)?)?;
+            let mut columns = batch.columns().to_vec();
+            for spec in &specs {
+                columns.push(window::evaluate(spec, &batch)?);
+            }
+            let out = Batch::try_new(storage_schema(schema), columns, batch.num_rows())?;
+            materialized("window", vec![out], schema)
         }
         LogicalPlan::Limit { input, skip, fetch } => {
             let out = build(input, ctx)?.run(

@@ -16,7 +16,10 @@ pub mod plan;
 pub mod schema;
 
 pub use error::{PlanError, PlanResult};
-pub use expr::{col, lit, lit_date, AggFunc, BinaryOp, ColumnRef, Expr, ScalarFunc, SortExpr};
+pub use expr::{
+    col, lit, lit_date, AggFunc, BinaryOp, ColumnRef, Expr, FrameBound, FrameUnits, ScalarFunc,
+    SortExpr, WindowExpr, WindowFrame, WindowFunc,
+};
 pub use optimizer::{Optimizer, OptimizerRule, RuleTrace, Transformed};
 pub use plan::{JoinKind, LogicalPlan, MemTable, PlanBuilder, Scan, TableSource};
 pub use schema::{PlanField, PlanSchema};

@@ -145,9 +145,9 @@ pub fn compile(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
                 "{e} should have been lowered by the planner"
             )))
         }
-        Expr::Aggregate { .. } => {
+        Expr::Aggregate { .. } | Expr::Window(_) => {
             return Err(ExecError::Internal(format!(
-                "aggregate {e} in a scalar context"
+                "aggregate or window function {e} in a scalar context"
             )))
         }
     })

@@ -11,3 +11,4 @@ pub mod keys;
 pub mod limit;
 pub mod project;
 pub mod sort;
+pub mod window;

@@ -229,6 +229,7 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             }
         }
         Expr::Function { func, args } => coerce_function(func, args, schema)?,
+        Expr::Window(w) => coerce_window(*w, schema)?,
         Expr::Aggregate {
             func,
             args,
@@ -295,6 +296,124 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             }
         }
     })
+}
+
+/// Window calls: arguments as for the aggregate or function, then the PARTITION BY and ORDER
+/// BY expressions.
+fn coerce_window(w: super::WindowExpr, schema: &PlanSchema) -> PlanResult<Expr> {
+    use super::WindowFunc as W;
+    let name = w.func.name();
+    let (min, max) = match w.func {
+        W::RowNumber | W::Rank | W::DenseRank => (0, 0),
+        W::Ntile | W::FirstValue | W::LastValue => (1, 1),
+        W::Lag | W::Lead => (1, 3),
+        W::Aggregate(a) => (a.arity(), a.arity()),
+    };
+    if w.args.len() < min || w.args.len() > max {
+        return Err(PlanError::Invalid(format!(
+            "{name}() takes {} arguments, got {}",
+            if min == max {
+                min.to_string()
+            } else {
+                format!("{min} to {max}")
+            },
+            w.args.len()
+        )));
+    }
+    let args = match w.func {
+        W::Aggregate(func) => {
+            if !matches!(
+                func,
+                AggFunc::Count
+                    | AggFunc::CountStar
+                    | AggFunc::Sum
+                    | AggFunc::Avg
+                    | AggFunc::Min
+                    | AggFunc::Max
+            ) {
+                return Err(PlanError::Invalid(format!(
+                    "{name}() cannot be used as a window function yet"
+                )));
+            }
+            // Like the aggregate's arguments (which may hold aggregates of a GROUP BY).
+            let mut out = Vec::with_capacity(w.args.len());
+            for a in w.args {
+                let (a, t) = typed(a, schema)?;
+                out.push(match func {
+                    AggFunc::Sum | AggFunc::Avg if t == DataType::Int32 => {
+                        cast(a, t, DataType::Int64)?
+                    }
+                    AggFunc::Sum | AggFunc::Avg if !t.is_numeric() && t != DataType::Null => {
+                        return Err(PlanError::mismatch(format!(
+                            "{name}() expects a number, got {} ({a})",
+                            t.sql_name()
+                        )));
+                    }
+                    _ => a,
+                });
+            }
+            out
+        }
+        W::Ntile => {
+            let (n, t) = typed(w.args.into_iter().next().expect("checked"), schema)?;
+            if !t.is_integer() {
+                return Err(PlanError::mismatch(format!(
+                    "ntile() takes an integer, got {} ({n})",
+                    t.sql_name()
+                )));
+            }
+            vec![cast(n, t, DataType::Int64)?]
+        }
+        W::Lag | W::Lead => {
+            let mut it = w.args.into_iter();
+            let (x, xt) = typed(it.next().expect("checked"), schema)?;
+            let mut out = vec![x];
+            if let Some(off) = it.next() {
+                let (o, ot) = typed(off, schema)?;
+                if !matches!(o, Expr::Literal(_)) || !ot.is_integer() {
+                    return Err(PlanError::Invalid(format!(
+                        "the offset of {name}() must be a constant integer, got {o}"
+                    )));
+                }
+                out.push(cast(o, ot, DataType::Int64)?);
+            }
+            if let Some(default) = it.next() {
+                let (d, dt) = typed(default, schema)?;
+                if dt != xt && dt != DataType::Null && xt != DataType::Null {
+                    out.push(cast(d, dt, xt)?);
+                } else {
+                    out.push(d);
+                }
+            }
+            out
+        }
+        _ => w
+            .args
+            .into_iter()
+            .map(|a| coerce(a, schema))
+            .collect::<PlanResult<_>>()?,
+    };
+    let partition_by = w
+        .partition_by
+        .into_iter()
+        .map(|e| coerce(e, schema))
+        .collect::<PlanResult<_>>()?;
+    let order_by = w
+        .order_by
+        .into_iter()
+        .map(|o| {
+            Ok(super::SortExpr {
+                expr: coerce(o.expr, schema)?,
+                ..o
+            })
+        })
+        .collect::<PlanResult<_>>()?;
+    Ok(Expr::Window(Box::new(super::WindowExpr {
+        args,
+        partition_by,
+        order_by,
+        ..w
+    })))
 }
 
 fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
@@ -674,6 +793,10 @@ impl Expr {
                 ScalarFunc::TryCast(t) => *t,
                 ScalarFunc::DateTrunc(_) => DataType::Timestamp,
             },
+            Expr::Window(w) => {
+                let arg = w.args.first().map(|a| a.data_type(schema)).transpose()?;
+                w.result_type(arg)
+            }
             Expr::Aggregate { func, args, .. } => match func {
                 AggFunc::CountStar | AggFunc::Count => DataType::Int64,
                 AggFunc::Avg => DataType::Float64,

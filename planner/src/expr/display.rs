@@ -135,6 +135,7 @@ impl fmt::Display for Expr {
                 list(f, args)?;
                 f.write_str(")")
             }
+            Expr::Window(w) => write!(f, "{w}"),
             Expr::Aggregate {
                 func,
                 args,

@@ -4,6 +4,7 @@
 mod coerce;
 mod display;
 mod visit;
+mod window;
 
 use std::ops;
 
@@ -11,6 +12,7 @@ use morsel_storage::temporal::{self, DatePart};
 use morsel_storage::{DataType, ScalarValue};
 
 pub use coerce::coerce;
+pub use window::{FrameBound, FrameUnits, WindowExpr, WindowFrame, WindowFunc};
 
 /// A column named by an optional relation (table or alias) and a name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -307,6 +309,8 @@ pub enum Expr {
         expr: Box<Expr>,
         name: String,
     },
+    /// A window function call; evaluated by a Window plan node, never as a scalar.
+    Window(Box<WindowExpr>),
 }
 
 /// A sort key: expression, direction and null placement.

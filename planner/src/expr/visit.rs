@@ -29,6 +29,12 @@ impl Expr {
             } => vec![expr, low, high],
             Expr::Like { expr, pattern, .. } => vec![expr, pattern],
             Expr::Function { args, .. } | Expr::Aggregate { args, .. } => args.iter().collect(),
+            Expr::Window(w) => w
+                .args
+                .iter()
+                .chain(&w.partition_by)
+                .chain(w.order_by.iter().map(|o| &o.expr))
+                .collect(),
         }
     }
 
@@ -51,6 +57,12 @@ impl Expr {
             }
         });
         out
+    }
+
+    pub fn contains_window(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| found |= matches!(e, Expr::Window(_)));
+        found
     }
 
     pub fn contains_aggregate(&self) -> bool {
@@ -151,6 +163,22 @@ impl Expr {
                 args: args.into_iter().map(|e| *b(Box::new(e))).collect(),
                 distinct,
             },
+            Expr::Window(w) => {
+                let w = *w;
+                Expr::Window(Box::new(super::WindowExpr {
+                    args: w.args.into_iter().map(&mut f).collect(),
+                    partition_by: w.partition_by.into_iter().map(&mut f).collect(),
+                    order_by: w
+                        .order_by
+                        .into_iter()
+                        .map(|o| super::SortExpr {
+                            expr: f(o.expr),
+                            ..o
+                        })
+                        .collect(),
+                    ..w
+                }))
+            }
             leaf @ (Expr::Column(_) | Expr::Literal(_)) => leaf,
         }
     }

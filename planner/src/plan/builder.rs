@@ -343,6 +343,29 @@ impl PlanBuilder {
         self.join(right, kind, on, None)
     }
 
+    /// Adds one column per window function call in `exprs` (aliased [`Expr::Window`]s).
+    pub fn window(self, exprs: Vec<Expr>) -> PlanResult<Self> {
+        let schema = self.plan.schema();
+        let mut fields = schema.fields().to_vec();
+        let mut out = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            if !matches!(e.clone().unalias(), Expr::Window(_)) {
+                return Err(PlanError::Invalid(format!("{e} is not a window function")));
+            }
+            let name = e.output_name();
+            let e = coerce(e, schema)?;
+            fields.push(PlanField::new(None, name, e.data_type(schema)?, true));
+            out.push(e);
+        }
+        Ok(Self {
+            plan: LogicalPlan::Window {
+                input: Box::new(self.plan),
+                exprs: out,
+                schema: PlanSchema::new(fields),
+            },
+        })
+    }
+
     pub fn sort(self, keys: Vec<SortExpr>) -> PlanResult<Self> {
         let schema = self.plan.schema();
         let keys = keys

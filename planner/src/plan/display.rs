@@ -59,6 +59,7 @@ impl LogicalPlan {
                 }
                 line
             }
+            LogicalPlan::Window { exprs, .. } => format!("Window: {}", join_exprs(exprs)),
             LogicalPlan::Sort { keys, .. } => {
                 format!(
                     "Sort: {}",

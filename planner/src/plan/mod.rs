@@ -190,6 +190,13 @@ pub enum LogicalPlan {
         input: Box<LogicalPlan>,
         keys: Vec<SortExpr>,
     },
+    /// Every input column, then one column per window function call in `exprs` (each an
+    /// aliased [`Expr::Window`]).
+    Window {
+        input: Box<LogicalPlan>,
+        exprs: Vec<Expr>,
+        schema: PlanSchema,
+    },
     Limit {
         input: Box<LogicalPlan>,
         skip: usize,
@@ -227,6 +234,7 @@ impl LogicalPlan {
             | LogicalPlan::Distinct { input } => input.schema(),
             LogicalPlan::Projection { schema, .. }
             | LogicalPlan::Aggregate { schema, .. }
+            | LogicalPlan::Window { schema, .. }
             | LogicalPlan::Join { schema, .. }
             | LogicalPlan::Union { schema, .. }
             | LogicalPlan::Values { schema, .. }
@@ -240,6 +248,7 @@ impl LogicalPlan {
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Projection { input, .. }
             | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::Window { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. }
             | LogicalPlan::Distinct { input }
@@ -278,6 +287,16 @@ impl LogicalPlan {
                 input: next(),
                 keys,
             },
+            LogicalPlan::Window { exprs, schema, .. } => {
+                let input = next();
+                let mut fields = input.schema().fields().to_vec();
+                fields.extend_from_slice(&schema.fields()[schema.len() - exprs.len()..]);
+                LogicalPlan::Window {
+                    input,
+                    exprs,
+                    schema: PlanSchema::new(fields),
+                }
+            }
             LogicalPlan::Limit { skip, fetch, .. } => LogicalPlan::Limit {
                 input: next(),
                 skip,

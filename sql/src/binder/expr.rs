@@ -285,9 +285,7 @@ impl Binder<'_> {
             )));
         };
         if f.over.is_some() {
-            return Err(SqlError::unsupported(format!(
-                "{name}() OVER (window functions)"
-            )));
+            return self.window_function(f, &name, list, scope);
         }
         if !list.clauses.is_empty() {
             return Err(SqlError::unsupported(format!(

@@ -6,6 +6,7 @@ mod functions;
 mod query;
 mod subquery;
 mod types;
+mod window;
 
 use std::cell::{Cell, RefCell};
 

@@ -269,6 +269,12 @@ impl Binder<'_> {
                 let e = self.expr(c, b.schema());
                 self.set_allow_outer(false);
                 let e = e?;
+                if e.contains_window() {
+                    return Err(SqlError::invalid(
+                        "window functions are not allowed in WHERE; filter in an outer query",
+                    )
+                    .at(c.span()));
+                }
                 if e.contains_aggregate() {
                     return Err(SqlError::invalid(
                         "aggregates are not allowed in WHERE; use HAVING",
@@ -539,6 +545,52 @@ impl Binder<'_> {
             b = self.apply_pending(b, pending, false)?;
         }
 
+        // Window functions: computed over the (grouped) input, read by the projection.
+        let mut windows: Vec<Expr> = Vec::new();
+        let mut collect_windows = |e: &Expr| {
+            e.visit(&mut |x| {
+                if matches!(x, Expr::Window(_)) && !windows.contains(x) {
+                    windows.push(x.clone());
+                }
+            })
+        };
+        items.iter().for_each(|it| collect_windows(&it.expr));
+        order_keys.iter().for_each(|k| {
+            if let OrderKey::Input(e) = k {
+                collect_windows(e)
+            }
+        });
+        if !windows.is_empty() {
+            let named = windows
+                .iter()
+                .enumerate()
+                .map(|(i, w)| w.clone().alias(format!("__win{i}")))
+                .collect();
+            b = b
+                .window(named)
+                .map_err(|e| SqlError::from(e).at(s.span()))?;
+            let to_column = |e: Expr| {
+                e.replace(&mut |x: &Expr| {
+                    windows
+                        .iter()
+                        .position(|w| w == x)
+                        .map(|i| Expr::Column(ColumnRef::new(format!("__win{i}"))))
+                })
+            };
+            for it in items.iter_mut() {
+                if it.expr.contains_window() {
+                    // Keep the column's name: the call's text, or its alias.
+                    let name = it.expr.output_name();
+                    it.expr = to_column(it.expr.clone().unalias()).alias(name);
+                }
+            }
+            for k in order_keys.iter_mut() {
+                if let OrderKey::Input(e) = k {
+                    *e = to_column(e.clone());
+                }
+            }
+        }
+
         // Project, with hidden columns for ORDER BY keys not in the select list.
         let mut exprs: Vec<Expr> = items.iter().map(|it| it.expr.clone()).collect();
         let visible = exprs.len();
@@ -607,7 +659,7 @@ impl Binder<'_> {
     }
 }
 
-fn sort_expr(e: Expr, o: &ast::OrderByExpr) -> SortExpr {
+pub(crate) fn sort_expr(e: Expr, o: &ast::OrderByExpr) -> SortExpr {
     let asc = !matches!(o.options.sort, Some(ast::OrderBySort::Desc));
     // DuckDB's default: NULLS LAST in both directions.
     let nulls_first = o.options.nulls_first.unwrap_or(false);

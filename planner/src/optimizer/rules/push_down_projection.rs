@@ -100,6 +100,21 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
                 schema,
             })
         }
+        LogicalPlan::Window {
+            input,
+            exprs,
+            schema,
+        } => {
+            add_columns(&mut required, &exprs);
+            let pruned = prune((*input).clone(), required)?;
+            // The window's schema is its input's plus its own columns: recompute it.
+            Ok(LogicalPlan::Window {
+                input,
+                exprs,
+                schema,
+            }
+            .with_new_children(vec![pruned]))
+        }
         LogicalPlan::Filter { input, predicate } => {
             add_columns(&mut required, [&predicate]);
             Ok(LogicalPlan::Filter {

@@ -1,0 +1,143 @@
+//! Window function calls: `f(...) OVER (PARTITION BY ... ORDER BY ... frame)`. The select
+//! block evaluates them in a Window node after grouping and HAVING, before the projection.
+
+use morsel_planner::{
+    AggFunc, Expr, FrameBound, FrameUnits, PlanSchema, WindowExpr, WindowFrame, WindowFunc,
+};
+use sqlparser::ast::{self, Spanned};
+
+use super::functions::{self, FunctionKind};
+use super::query::sort_expr;
+use super::Binder;
+use crate::error::SqlError;
+
+impl Binder<'_> {
+    pub(crate) fn window_function(
+        &self,
+        f: &ast::Function,
+        name: &str,
+        list: &ast::FunctionArgumentList,
+        scope: &PlanSchema,
+    ) -> Result<Expr, SqlError> {
+        let Some(ast::WindowType::WindowSpec(spec)) = &f.over else {
+            return Err(SqlError::unsupported("named windows (OVER name)"));
+        };
+        if spec.window_name.is_some() {
+            return Err(SqlError::unsupported("named windows (OVER name)"));
+        }
+        if f.filter.is_some()
+            || list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)
+            || !list.clauses.is_empty()
+        {
+            return Err(SqlError::unsupported(format!(
+                "DISTINCT, FILTER or ORDER BY inside the window function {name}()"
+            )));
+        }
+        let (args, star) = self.function_args(name, list, scope)?;
+        let func = match name {
+            "row_number" => WindowFunc::RowNumber,
+            "rank" => WindowFunc::Rank,
+            "dense_rank" => WindowFunc::DenseRank,
+            "ntile" => WindowFunc::Ntile,
+            "lag" => WindowFunc::Lag,
+            "lead" => WindowFunc::Lead,
+            "first_value" => WindowFunc::FirstValue,
+            "last_value" => WindowFunc::LastValue,
+            _ => match functions::lookup(name) {
+                Some(FunctionKind::Aggregate(AggFunc::Count)) if star => {
+                    WindowFunc::Aggregate(AggFunc::CountStar)
+                }
+                Some(FunctionKind::Aggregate(a)) => WindowFunc::Aggregate(a),
+                _ => {
+                    return Err(SqlError::unsupported(format!(
+                        "{name}() as a window function"
+                    )))
+                }
+            },
+        };
+        if star && func != WindowFunc::Aggregate(AggFunc::CountStar) {
+            return Err(SqlError::invalid(format!("{name}(*) is not a function")));
+        }
+        if args.iter().any(Expr::contains_window) {
+            return Err(SqlError::invalid("window function calls cannot be nested"));
+        }
+        let partition_by = spec
+            .partition_by
+            .iter()
+            .map(|e| self.expr(e, scope))
+            .collect::<Result<Vec<_>, _>>()?;
+        let order_by = spec
+            .order_by
+            .iter()
+            .map(|o| Ok(sort_expr(self.expr(&o.expr, scope)?, o)))
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        let frame = match &spec.window_frame {
+            None => WindowFrame::default_for(!order_by.is_empty()),
+            Some(fr) => frame(fr, !order_by.is_empty())?,
+        };
+        Ok(Expr::Window(Box::new(WindowExpr {
+            func,
+            args,
+            partition_by,
+            order_by,
+            frame,
+        })))
+    }
+}
+
+fn frame(fr: &ast::WindowFrame, ordered: bool) -> Result<WindowFrame, SqlError> {
+    let units = match fr.units {
+        ast::WindowFrameUnits::Rows => FrameUnits::Rows,
+        ast::WindowFrameUnits::Range => FrameUnits::Range,
+        ast::WindowFrameUnits::Groups => {
+            return Err(SqlError::unsupported("GROUPS frames"));
+        }
+    };
+    let rows = units == FrameUnits::Rows;
+    let start = bound(&fr.start_bound, rows)?;
+    let end = match &fr.end_bound {
+        Some(b) => bound(b, rows)?,
+        None => FrameBound::CurrentRow,
+    };
+    if start == FrameBound::UnboundedFollowing || end == FrameBound::UnboundedPreceding {
+        return Err(SqlError::invalid(format!(
+            "the frame cannot start at {start} or end at {end}"
+        )));
+    }
+    let offsets = [start, end]
+        .iter()
+        .any(|b| matches!(b, FrameBound::Preceding(_) | FrameBound::Following(_)));
+    if units == FrameUnits::Range && offsets && !ordered {
+        return Err(SqlError::invalid(
+            "a RANGE frame with an offset needs ORDER BY",
+        ));
+    }
+    Ok(WindowFrame { units, start, end })
+}
+
+fn bound(b: &ast::WindowFrameBound, rows: bool) -> Result<FrameBound, SqlError> {
+    let offset = |e: &ast::Expr| -> Result<f64, SqlError> {
+        let v = match e {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => n.to_string().parse::<f64>().ok(),
+                _ => None,
+            },
+            _ => None,
+        };
+        match v {
+            Some(x) if x >= 0.0 && (!rows || x.fract() == 0.0) => Ok(x),
+            _ => Err(SqlError::invalid(format!(
+                "a frame offset must be a non-negative {}constant, got {e}",
+                if rows { "integer " } else { "" }
+            ))
+            .at(e.span())),
+        }
+    };
+    Ok(match b {
+        ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
+        ast::WindowFrameBound::Preceding(None) => FrameBound::UnboundedPreceding,
+        ast::WindowFrameBound::Following(None) => FrameBound::UnboundedFollowing,
+        ast::WindowFrameBound::Preceding(Some(e)) => FrameBound::Preceding(offset(e)?),
+        ast::WindowFrameBound::Following(Some(e)) => FrameBound::Following(offset(e)?),
+    })
+}
