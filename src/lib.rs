@@ -23,6 +23,7 @@ mod error;
 mod format;
 mod lazy;
 mod session;
+mod statements;
 
 pub use error::{Error, Result};
 pub use format::{render_json, render_table};

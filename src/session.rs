@@ -13,14 +13,22 @@ use morsel_storage::{Batch, Column, SchemaRef, Utf8Builder};
 use crate::error::{Error, Result};
 use crate::lazy::{LazyFrame, QueryResult};
 
-struct Table {
-    name: String,
-    source: TableSource,
+/// A catalog entry: a table (a CSV file or in-memory batches) or a view.
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) object: Object,
+}
+
+#[derive(Clone)]
+pub(crate) enum Object {
+    Table(TableSource),
+    /// A view's query, bound each time it is used (so it sees tables as they are then).
+    View(Box<morsel_sql::ast::Query>),
 }
 
 struct State {
-    /// Tables by lower-cased name.
-    tables: RwLock<BTreeMap<String, Table>>,
+    /// Tables and views by lower-cased name.
+    tables: RwLock<BTreeMap<String, Entry>>,
     threads: usize,
 }
 
@@ -96,14 +104,41 @@ impl Session {
     }
 
     fn register(&self, name: &str, source: TableSource) {
+        self.put(name, Object::Table(source));
+    }
+
+    /// Adds or replaces the catalog entry `name`.
+    pub(crate) fn put(&self, name: &str, object: Object) {
         let mut tables = self.state.tables.write().expect("catalog lock");
         tables.insert(
             name.to_ascii_lowercase(),
-            Table {
+            Entry {
                 name: name.to_string(),
-                source,
+                object,
             },
         );
+    }
+
+    /// The catalog entry `name`, if any.
+    pub(crate) fn entry(&self, name: &str) -> Option<Object> {
+        let tables = self.state.tables.read().expect("catalog lock");
+        tables
+            .get(&name.to_ascii_lowercase())
+            .map(|e| e.object.clone())
+    }
+
+    /// Removes the catalog entry `name`.
+    pub(crate) fn remove(&self, name: &str) {
+        let mut tables = self.state.tables.write().expect("catalog lock");
+        tables.remove(&name.to_ascii_lowercase());
+    }
+
+    /// The names of every table and view, sorted.
+    pub fn table_names(&self) -> Vec<String> {
+        let tables = self.state.tables.read().expect("catalog lock");
+        let mut names: Vec<String> = tables.values().map(|e| e.name.clone()).collect();
+        names.sort();
+        names
     }
 
     /// A lazy query over a CSV file.
@@ -135,10 +170,10 @@ impl Session {
     }
 
     fn lookup(&self, name: &str) -> Option<TableSource> {
-        let tables = self.state.tables.read().expect("catalog lock");
-        tables
-            .get(&name.to_ascii_lowercase())
-            .map(|t| t.source.clone())
+        match self.entry(name)? {
+            Object::Table(source) => Some(source),
+            Object::View(_) => None,
+        }
     }
 
     /// One SQL query as a lazy frame (to refine further, explain, or collect).
@@ -154,10 +189,15 @@ impl Session {
             Statement::Query(plan) => {
                 Ok(LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)))
             }
-            Statement::Explain { .. } => Err(Error::Invalid(
-                "sql() takes a query; use execute() for EXPLAIN".into(),
+            _ => Err(Error::Invalid(
+                "sql() takes a query; use execute() for other statements".into(),
             )),
         }
+    }
+
+    /// Runs a bound plan to completion.
+    pub(crate) fn run_plan(&self, plan: morsel_planner::LogicalPlan) -> Result<QueryResult> {
+        LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)).collect()
     }
 
     /// Runs `;`-separated statements in order and returns the last one's result.
@@ -166,10 +206,9 @@ impl Session {
         let mut last = None;
         for stmt in &stmts {
             last = Some(match morsel_sql::plan_statement(stmt, self)? {
-                Statement::Query(plan) => {
-                    LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)).collect()?
-                }
+                Statement::Query(plan) => self.run_plan(plan)?,
                 Statement::Explain { plan, verbose } => explain_result(&plan, verbose)?,
+                other => self.run_statement(other)?,
             });
         }
         last.ok_or_else(|| Error::Invalid("no statement to run".into()))
@@ -217,14 +256,15 @@ impl Catalog for Session {
         self.lookup(name)
     }
 
+    fn view(&self, name: &str) -> Option<morsel_sql::ast::Query> {
+        match self.entry(name)? {
+            Object::View(q) => Some(*q),
+            Object::Table(_) => None,
+        }
+    }
+
     fn table_names(&self) -> Vec<String> {
-        self.state
-            .tables
-            .read()
-            .expect("catalog lock")
-            .values()
-            .map(|t| t.name.clone())
-            .collect()
+        Session::table_names(self)
     }
 
     fn csv_file(

@@ -3,12 +3,15 @@
 use morsel_planner::TableSource;
 use morsel_storage::csv::CsvOptions;
 
+use crate::ast;
 use crate::error::SqlError;
 
 pub trait Catalog {
     /// A registered table or view by name (case-insensitive), if any.
     fn table(&self, name: &str) -> Option<TableSource>;
-    /// Names of all registered tables, for "did you mean" suggestions.
+    /// A view's query by name (case-insensitive), if any; bound where it is used.
+    fn view(&self, name: &str) -> Option<ast::Query>;
+    /// Names of all registered tables and views, for "did you mean" suggestions.
     fn table_names(&self) -> Vec<String>;
     /// Opens a CSV file named in a query. The one place that decides which files a query may
     /// read, so a host can restrict it.

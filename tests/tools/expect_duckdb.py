@@ -50,6 +50,17 @@ def fill(path):
         while j >= 0 and lines[j].startswith("#") and not lines[j].startswith("# by hand:"):
             j -= 1
         by_hand = j >= 0 and lines[j].startswith("# by hand:")
+        if line.startswith("statement ok"):
+            # Run it on DuckDB too, so later queries see the tables it creates.
+            out.append(line)
+            i += 1
+            sql = []
+            while i < len(lines) and lines[i] != "":
+                sql.append(lines[i])
+                out.append(lines[i])
+                i += 1
+            con.sql("\n".join(sql))
+            continue
         if line.startswith("query ") and "error" not in line.split()[1:2] and not by_hand:
             header = line.split()
             out.append(line)

@@ -90,6 +90,10 @@ pub fn cast(c: &Column, to: DataType) -> ExecResult<Column> {
     if c.data_type() == to {
         return Ok(c.clone());
     }
+    if c.null_count() == c.len() {
+        // Only NULLs: any type converts (an untyped NULL column, or all values missing).
+        return Ok(Column::new_null(to, c.len()));
+    }
     Ok(match (c, to) {
         (_, DataType::Utf8) => to_text(c),
         (C::Utf8(s), _) => from_text(s, to)?,

@@ -23,7 +23,7 @@ fn numeric_rank(t: DataType) -> Option<u8> {
 }
 
 /// The type two values are brought to before they are compared or combined.
-fn common_type(l: DataType, r: DataType) -> Option<DataType> {
+pub(crate) fn common_type(l: DataType, r: DataType) -> Option<DataType> {
     use DataType::*;
     if l == r {
         return Some(l);

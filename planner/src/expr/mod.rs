@@ -12,6 +12,7 @@ use morsel_storage::temporal::{self, DatePart};
 use morsel_storage::{DataType, ScalarValue};
 
 pub use coerce::coerce;
+pub(crate) use coerce::common_type;
 pub use window::{FrameBound, FrameUnits, WindowExpr, WindowFrame, WindowFunc};
 
 /// A column named by an optional relation (table or alias) and a name.

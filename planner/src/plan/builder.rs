@@ -403,7 +403,8 @@ impl PlanBuilder {
         }
     }
 
-    /// UNION ALL; the inputs must have the same number of columns and matching types.
+    /// UNION ALL; the inputs must have the same number of columns. Column types meet at a
+    /// common type (numbers widen, DATE meets TIMESTAMP, anything meets VARCHAR as VARCHAR).
     pub fn union(self, other: PlanBuilder) -> PlanResult<Self> {
         let (a, b) = (self.plan.schema(), other.plan.schema());
         if a.len() != b.len() {
@@ -413,11 +414,49 @@ impl PlanBuilder {
                 b.len()
             )));
         }
+        let mut targets = Vec::with_capacity(a.len());
         for (x, y) in a.fields().iter().zip(b.fields()) {
-            if x.data_type != y.data_type {
-                return Err(PlanError::cannot_apply("UNION", x.data_type, y.data_type));
-            }
+            let (l, r) = (x.data_type, y.data_type);
+            let t = if l != r && (l == DataType::Utf8 || r == DataType::Utf8) {
+                Some(DataType::Utf8)
+            } else {
+                crate::expr::common_type(l, r)
+            };
+            targets.push(t.ok_or_else(|| PlanError::cannot_apply("UNION", l, r))?);
         }
+        let conform = |p: PlanBuilder| -> PlanResult<PlanBuilder> {
+            let s = p.plan.schema().clone();
+            if s.fields()
+                .iter()
+                .zip(&targets)
+                .all(|(f, t)| f.data_type == *t)
+            {
+                return Ok(p);
+            }
+            let exprs = s
+                .fields()
+                .iter()
+                .zip(&targets)
+                .enumerate()
+                .map(|(i, (f, t))| {
+                    // By position: names may repeat.
+                    let c = Expr::Column(f.column_ref());
+                    let c = if s.index_of(&f.column_ref()).is_ok() {
+                        c
+                    } else {
+                        return Err(PlanError::Invalid(format!(
+                            "UNION input column {} ({}) is ambiguous; alias it",
+                            i + 1,
+                            f.name
+                        )));
+                    };
+                    Ok(if f.data_type == *t { c } else { c.cast(*t) }.alias(f.name.clone()))
+                })
+                .collect::<PlanResult<Vec<_>>>()?;
+            p.project(exprs)
+        };
+        let (this, other) = (conform(self)?, conform(other)?);
+        let (a, b) = (this.plan.schema(), other.plan.schema());
         let schema = PlanSchema::new(
             a.fields()
                 .iter()
@@ -427,7 +466,7 @@ impl PlanBuilder {
                 })
                 .collect(),
         );
-        let mut inputs = match self.plan {
+        let mut inputs = match this.plan {
             LogicalPlan::Union { inputs, .. } => inputs,
             p => vec![p],
         };

@@ -35,6 +35,56 @@ fn file_alias(path: &str) -> String {
         .to_string()
 }
 
+/// `AS t(a, b, ...)`: names the first columns `a, b, ...` (the rest keep theirs) under `t`.
+fn rename_columns(b: PlanBuilder, alias: &ast::TableAlias) -> Result<PlanBuilder, SqlError> {
+    let schema = b.schema().clone();
+    if alias.columns.len() > schema.len() {
+        return Err(SqlError::invalid(format!(
+            "{} has {} columns but {} names were given",
+            alias.name.value,
+            schema.len(),
+            alias.columns.len()
+        )));
+    }
+    if alias.columns.is_empty() {
+        return Ok(b.alias(alias.name.value.clone()));
+    }
+    // By position: the input's names may repeat, so read each through a unique name first.
+    let tmp: Vec<Expr> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let c = Expr::Column(f.column_ref());
+            if schema.index_of(&f.column_ref()).is_ok() {
+                Ok(c.alias(format!("__col{i}")))
+            } else {
+                Err(SqlError::invalid(format!(
+                    "column {} of {} is ambiguous ({}); alias it",
+                    i + 1,
+                    alias.name.value,
+                    f.name
+                )))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let names: Vec<Expr> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let name = alias
+                .columns
+                .get(i)
+                .map_or_else(|| f.name.clone(), |c| c.name.value.clone());
+            Expr::Column(morsel_planner::ColumnRef::new(format!("__col{i}"))).alias(name)
+        })
+        .collect();
+    Ok(b.project(tmp)?
+        .project(names)?
+        .alias(alias.name.value.clone()))
+}
+
 fn looks_like_file(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".csv")
@@ -66,6 +116,66 @@ impl Binder<'_> {
         }
     }
 
+    /// "table not found", with the known names closest to `name`.
+    pub(crate) fn table_not_found(&self, name: &str) -> SqlError {
+        let mut candidates: Vec<(usize, String)> = self
+            .catalog
+            .table_names()
+            .into_iter()
+            .map(|n| {
+                (
+                    morsel_planner::schema::edit_distance(
+                        &name.to_ascii_lowercase(),
+                        &n.to_ascii_lowercase(),
+                    ),
+                    n,
+                )
+            })
+            .filter(|(d, _)| *d <= 2)
+            .collect();
+        candidates.sort();
+        SqlError::new(SqlErrorKind::TableNotFound {
+            name: name.to_string(),
+            candidates: candidates.into_iter().map(|(_, n)| n).collect(),
+        })
+    }
+
+    /// A CTE, view or catalog table by name (CTEs shadow views, views shadow tables).
+    pub(crate) fn relation_by_name(
+        &self,
+        text: &str,
+        alias: Option<String>,
+    ) -> Result<Option<PlanBuilder>, SqlError> {
+        let alias = alias.unwrap_or_else(|| text.to_string());
+        let cte = self
+            .ctes
+            .borrow()
+            .iter()
+            .rev()
+            .find(|(n, _)| n.eq_ignore_ascii_case(text))
+            .map(|(_, p)| p.clone());
+        if let Some(plan) = cte {
+            return Ok(Some(PlanBuilder::from_plan(plan).alias(alias)));
+        }
+        if let Some(query) = self.catalog.view(text) {
+            let key = text.to_ascii_lowercase();
+            if self.views.borrow().contains(&key) {
+                return Err(SqlError::invalid(format!("view {text} refers to itself")));
+            }
+            self.views.borrow_mut().push(key);
+            // A view sees only the catalog, not the CTEs around its use.
+            let ctes = self.ctes.take();
+            let bound = self.query(&query);
+            *self.ctes.borrow_mut() = ctes;
+            self.views.borrow_mut().pop();
+            return Ok(Some(bound?.alias(alias)));
+        }
+        Ok(self
+            .catalog
+            .table(text)
+            .map(|source| PlanBuilder::scan(text, alias, source)))
+    }
+
     fn table_factor(&self, t: &ast::TableFactor) -> Result<PlanBuilder, SqlError> {
         self.table_factor_inner(t).map_err(|e| e.at(t.span()))
     }
@@ -76,7 +186,13 @@ impl Binder<'_> {
                 name, alias, args, ..
             } => {
                 if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
-                    return Err(SqlError::unsupported("column aliases on a table"));
+                    // `t AS x(a, b)`: bind the table, then rename its columns.
+                    let mut plain = t.clone();
+                    if let ast::TableFactor::Table { alias: Some(a), .. } = &mut plain {
+                        a.columns.clear();
+                    }
+                    let b = self.table_factor_inner(&plain)?;
+                    return rename_columns(b, alias.as_ref().expect("checked"));
                 }
                 let alias = alias.as_ref().map(|a| a.name.value.clone());
                 let parts: Vec<&ast::Ident> = name.0.iter().filter_map(|p| p.as_ident()).collect();
@@ -90,20 +206,8 @@ impl Binder<'_> {
                 }
                 let quoted_path = parts.len() == 1 && parts[0].quote_style == Some('\'');
                 if !quoted_path {
-                    let cte = self
-                        .ctes
-                        .borrow()
-                        .iter()
-                        .rev()
-                        .find(|(n, _)| n.eq_ignore_ascii_case(&text))
-                        .map(|(_, p)| p.clone());
-                    if let Some(plan) = cte {
-                        let alias = alias.unwrap_or_else(|| text.clone());
-                        return Ok(PlanBuilder::from_plan(plan).alias(alias));
-                    }
-                    if let Some(source) = self.catalog.table(&text) {
-                        let alias = alias.unwrap_or_else(|| text.clone());
-                        return Ok(PlanBuilder::scan(text, alias, source));
+                    if let Some(b) = self.relation_by_name(&text, alias.clone())? {
+                        return Ok(b);
                     }
                 }
                 if quoted_path || looks_like_file(&text) {
@@ -111,25 +215,7 @@ impl Binder<'_> {
                     let alias = alias.unwrap_or_else(|| file_alias(&text));
                     return Ok(PlanBuilder::scan(text, alias, source));
                 }
-                let names = self.catalog.table_names();
-                let mut candidates: Vec<(usize, String)> = names
-                    .into_iter()
-                    .map(|n| {
-                        (
-                            morsel_planner::schema::edit_distance(
-                                &text.to_ascii_lowercase(),
-                                &n.to_ascii_lowercase(),
-                            ),
-                            n,
-                        )
-                    })
-                    .filter(|(d, _)| *d <= 2)
-                    .collect();
-                candidates.sort();
-                Err(SqlError::new(SqlErrorKind::TableNotFound {
-                    name: text,
-                    candidates: candidates.into_iter().map(|(_, n)| n).collect(),
-                }))
+                Err(self.table_not_found(&text))
             }
             ast::TableFactor::Derived {
                 lateral: false,
@@ -137,13 +223,11 @@ impl Binder<'_> {
                 alias,
                 ..
             } => {
-                if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
-                    return Err(SqlError::unsupported("column aliases on a subquery"));
+                let b = self.query(subquery)?;
+                match alias {
+                    Some(a) => rename_columns(b, a),
+                    None => Ok(b.alias("unnamed_subquery")),
                 }
-                let name = alias
-                    .as_ref()
-                    .map_or_else(|| "unnamed_subquery".to_string(), |a| a.name.value.clone());
-                Ok(self.query(subquery)?.alias(name))
             }
             ast::TableFactor::NestedJoin {
                 table_with_joins,

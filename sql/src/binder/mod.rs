@@ -4,6 +4,7 @@ mod expr;
 mod from;
 mod functions;
 mod query;
+mod statement;
 mod subquery;
 mod types;
 mod window;
@@ -14,19 +15,10 @@ use morsel_planner::LogicalPlan;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
 
+pub use statement::{DropKind, Statement};
+
 use crate::catalog::Catalog;
 use crate::error::SqlError;
-
-/// A bound statement, ready for the session to run.
-#[derive(Debug)]
-pub enum Statement {
-    Query(LogicalPlan),
-    /// `EXPLAIN [VERBOSE] query`: show the plan instead of running it.
-    Explain {
-        plan: LogicalPlan,
-        verbose: bool,
-    },
-}
 
 /// Binds one parsed statement against `catalog`.
 pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Statement, SqlError> {
@@ -38,30 +30,31 @@ pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<St
             analyze,
             verbose,
             format,
+            describe_alias,
             ..
         } => {
+            let ast::Statement::Query(q) = statement.as_ref() else {
+                return Err(SqlError::unsupported(format!(
+                    "EXPLAIN of {}",
+                    statement_kind(statement)
+                ))
+                .at(statement.span()));
+            };
+            if *describe_alias == ast::DescribeAlias::Describe {
+                return Ok(Statement::Describe(binder.query(q)?.schema().clone()));
+            }
             if *analyze {
                 return Err(SqlError::unsupported("EXPLAIN ANALYZE").at(stmt.span()));
             }
             if format.is_some() {
                 return Err(SqlError::unsupported("EXPLAIN FORMAT").at(stmt.span()));
             }
-            match statement.as_ref() {
-                ast::Statement::Query(q) => Ok(Statement::Explain {
-                    plan: binder.query(q)?.build(),
-                    verbose: *verbose,
-                }),
-                other => Err(SqlError::unsupported(format!(
-                    "EXPLAIN of {}",
-                    statement_kind(other)
-                ))
-                .at(other.span())),
-            }
+            Ok(Statement::Explain {
+                plan: binder.query(q)?.build(),
+                verbose: *verbose,
+            })
         }
-        other => Err(
-            SqlError::unsupported(format!("the {} statement", statement_kind(other)))
-                .at(other.span()),
-        ),
+        other => binder.statement(other),
     }
 }
 
@@ -84,6 +77,8 @@ pub(crate) struct Binder<'a> {
     pending: RefCell<Vec<subquery::PendingJoin>>,
     /// Numbers subqueries, for unique column names (`__sq3_v0`).
     next_subquery: Cell<usize>,
+    /// Views being expanded, innermost last (a view that reads itself is an error).
+    views: RefCell<Vec<String>>,
 }
 
 impl<'a> Binder<'a> {
@@ -94,6 +89,7 @@ impl<'a> Binder<'a> {
             frames: RefCell::default(),
             pending: RefCell::default(),
             next_subquery: Cell::new(0),
+            views: RefCell::default(),
         }
     }
 }

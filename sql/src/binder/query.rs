@@ -185,6 +185,23 @@ impl Binder<'_> {
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(PlanBuilder::values(rows).map_err(|e| SqlError::from(e).at(body.span()))?)
             }
+            ast::SetExpr::SetOperation {
+                op: op @ (ast::SetOperator::Intersect | ast::SetOperator::Except),
+                set_quantifier,
+                left,
+                right,
+            } => {
+                let all = match set_quantifier {
+                    ast::SetQuantifier::All => true,
+                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+                    other => {
+                        return Err(SqlError::unsupported(format!("{op} {other}")).at(body.span()))
+                    }
+                };
+                let (l, r) = (self.set_expr(left)?, self.set_expr(right)?);
+                set_difference(l, r, *op == ast::SetOperator::Intersect, all)
+                    .map_err(|e| e.at(body.span()))
+            }
             ast::SetExpr::SetOperation { op, .. } => {
                 Err(SqlError::unsupported(op.to_string()).at(body.span()))
             }
@@ -829,4 +846,89 @@ impl Correlation {
             empty_value,
         }
     }
+}
+
+/// `l INTERSECT r` / `l EXCEPT r` (with `all`, counting duplicates), as an aggregation over
+/// both inputs: rows are grouped (NULLs equal, as set operations require) and a group is kept
+/// by how many of its rows came from each side. For ALL, each row is first numbered within
+/// its duplicates, so the n-th copy of a row matches the n-th copy on the other side.
+fn set_difference(
+    l: PlanBuilder,
+    r: PlanBuilder,
+    intersect: bool,
+    all: bool,
+) -> Result<PlanBuilder, SqlError> {
+    let names: Vec<String> = l.schema().fields().iter().map(|f| f.name.clone()).collect();
+    if r.schema().len() != names.len() {
+        return Err(SqlError::invalid(format!(
+            "{} needs inputs with the same number of columns, got {} and {}",
+            if intersect { "INTERSECT" } else { "EXCEPT" },
+            names.len(),
+            r.schema().len()
+        )));
+    }
+    let cols: Vec<String> = (0..names.len()).map(|i| format!("__set{i}")).collect();
+    let col = |n: &str| Expr::Column(ColumnRef::new(n));
+    // Each side: positional names, the duplicate number (ALL), and which side it is.
+    let side = |b: PlanBuilder, tag: i32| -> Result<PlanBuilder, SqlError> {
+        let schema = b.schema().clone();
+        let mut exprs: Vec<Expr> = schema
+            .fields()
+            .iter()
+            .zip(&cols)
+            .map(|(f, c)| Expr::Column(f.column_ref()).alias(c.clone()))
+            .collect();
+        exprs.push(Expr::Literal(ScalarValue::Int32(tag)).alias("__side"));
+        let mut b = b.project(exprs)?;
+        if all {
+            let number = Expr::Window(Box::new(morsel_planner::WindowExpr {
+                func: morsel_planner::WindowFunc::RowNumber,
+                args: vec![],
+                partition_by: cols.iter().map(|c| col(c)).collect(),
+                order_by: vec![],
+                frame: morsel_planner::WindowFrame::default_for(false),
+            }));
+            b = b.window(vec![number.alias("__dup")])?;
+        }
+        Ok(b)
+    };
+    let unioned = side(l, 1)?.union(side(r, 2)?)?;
+    let mut group: Vec<Expr> = cols.iter().map(|c| col(c)).collect();
+    if all {
+        group.push(col("__dup"));
+    }
+    let count_side = |tag: i32, name: &str| {
+        Expr::Aggregate {
+            func: AggFunc::Count,
+            args: vec![Expr::Case {
+                operand: None,
+                branches: vec![(
+                    col("__side").eq(Expr::Literal(ScalarValue::Int32(tag))),
+                    Expr::Literal(ScalarValue::Int32(1)),
+                )],
+                otherwise: None,
+            }],
+            distinct: false,
+        }
+        .alias(name)
+    };
+    let zero = || Expr::Literal(ScalarValue::Int64(0));
+    let keep = if intersect {
+        col("__left").gt(zero()).and(col("__right").gt(zero()))
+    } else {
+        col("__left").gt(zero()).and(col("__right").eq(zero()))
+    };
+    let out = unioned
+        .aggregate(
+            group,
+            vec![count_side(1, "__left"), count_side(2, "__right")],
+        )?
+        .filter(keep)?
+        .project(
+            cols.iter()
+                .zip(&names)
+                .map(|(c, n)| col(c).alias(n.clone()))
+                .collect(),
+        )?;
+    Ok(out)
 }
