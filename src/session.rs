@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use morsel_executor::ExecContext;
-use morsel_planner::{MemTable, Optimizer, PlanBuilder, TableSource};
+use morsel_planner::{CsvFiles, MemTable, Optimizer, PlanBuilder, TableSource};
 use morsel_sql::{Catalog, SqlError, Statement};
-use morsel_storage::csv::{CsvInput, CsvOptions, CsvReader};
+use morsel_storage::csv::{glob, CsvInput, CsvOptions, CsvReader};
 use morsel_storage::{Batch, Column, SchemaRef, Utf8Builder};
 
 use crate::error::{Error, Result};
@@ -67,10 +67,27 @@ impl Session {
         ExecContext::new(self.state.threads)
     }
 
-    /// Opens a CSV file for querying. Every file a query reads is opened here.
+    /// Opens a CSV file, or every file matching a glob pattern (`data/*.csv`) as one table,
+    /// for querying. Every file a query reads is opened here.
     pub fn open_csv(&self, path: &str, options: CsvOptions) -> Result<TableSource> {
-        let reader = CsvReader::open(CsvInput::file(path), options)?;
-        Ok(TableSource::Csv(Arc::new(reader)))
+        if !glob::is_pattern(path) {
+            let reader = CsvReader::open(CsvInput::file(path), options)?;
+            return Ok(TableSource::Csv(Arc::new(CsvFiles::new(vec![reader])?)));
+        }
+        let files = glob::expand(path)
+            .map_err(|e| Error::Invalid(format!("cannot list files for {path}: {e}")))?;
+        let Some((first, rest)) = files.split_first() else {
+            return Err(Error::Invalid(format!("no files match {path}")));
+        };
+        let name = |p: &std::path::Path| p.to_string_lossy().into_owned();
+        let head = CsvReader::open(CsvInput::file(&name(first)), options.clone())?;
+        // The first file decides the schema; the others are read with it.
+        let same = options.with_schema(head.schema().clone());
+        let mut readers = vec![head];
+        for f in rest {
+            readers.push(CsvReader::open(CsvInput::file(&name(f)), same.clone())?);
+        }
+        Ok(TableSource::Csv(Arc::new(CsvFiles::new(readers)?)))
     }
 
     /// Registers a CSV file under `name`.

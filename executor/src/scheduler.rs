@@ -31,8 +31,8 @@ pub enum MorselData {
         offset: usize,
         len: usize,
     },
-    /// A block of CSV records.
-    Csv(Block),
+    /// A block of CSV records from file `file` of the source.
+    Csv { file: usize, block: Block },
 }
 
 pub trait Source: Send + Sync {

@@ -4,7 +4,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use morsel_storage::csv::{BlockDecoder, BlockSplitter, CsvReader};
+use morsel_planner::CsvFiles;
+use morsel_storage::csv::{BlockDecoder, BlockSplitter};
 use morsel_storage::Batch;
 
 use crate::context::ExecContext;
@@ -61,25 +62,48 @@ impl Source for MemorySource {
             MorselData::Rows { batch, offset, len } => {
                 Ok(vec![self.batches[batch].slice(offset, len)])
             }
-            MorselData::Csv(_) => unreachable!("a memory source hands out row morsels only"),
+            MorselData::Csv { .. } => unreachable!("a memory source hands out row morsels only"),
         }
     }
 }
 
-/// Reads a CSV file: the splitter (sequential I/O under a lock) hands out blocks, and workers
-/// decode them in parallel, parsing only the projected columns.
+/// Reads CSV files (one, or a glob's matches in path order): the splitter (sequential I/O
+/// under a lock) hands out blocks, file after file, and workers decode them in parallel,
+/// parsing only the projected columns. Morsels are numbered across files in that order.
 pub struct CsvSource {
     name: String,
-    splitter: Mutex<BlockSplitter>,
-    decoder: BlockDecoder,
+    files: Arc<CsvFiles>,
+    cursor: Mutex<CsvCursor>,
+    decoders: Vec<BlockDecoder>,
+}
+
+struct CsvCursor {
+    /// The current file's splitter (the next file's is opened when this one ends).
+    splitter: Option<BlockSplitter>,
+    file: usize,
+    seq: u64,
 }
 
 impl CsvSource {
-    pub fn new(reader: &CsvReader, projection: Option<&[usize]>) -> ExecResult<Self> {
+    pub fn new(files: &Arc<CsvFiles>, projection: Option<&[usize]>) -> ExecResult<Self> {
+        let readers = files.readers();
+        let name = match readers {
+            [one] => one.input().name(),
+            many => format!(
+                "{} and {} more files",
+                many[0].input().name(),
+                many.len() - 1
+            ),
+        };
         Ok(Self {
-            name: reader.input().name(),
-            splitter: Mutex::new(reader.splitter()?),
-            decoder: reader.decoder(projection),
+            name,
+            files: files.clone(),
+            cursor: Mutex::new(CsvCursor {
+                splitter: Some(readers[0].splitter()?),
+                file: 0,
+                seq: 0,
+            }),
+            decoders: readers.iter().map(|r| r.decoder(projection)).collect(),
         })
     }
 }
@@ -90,17 +114,35 @@ impl Source for CsvSource {
     }
 
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
-        let mut splitter = self.splitter.lock().expect("splitter");
-        Ok(splitter.next_block()?.map(|b| Morsel {
-            seq: b.seq,
-            data: MorselData::Csv(b),
-        }))
+        let mut c = self.cursor.lock().expect("splitter");
+        loop {
+            let Some(splitter) = c.splitter.as_mut() else {
+                return Ok(None);
+            };
+            match splitter.next_block()? {
+                Some(block) => {
+                    let (file, seq) = (c.file, c.seq);
+                    c.seq += 1;
+                    return Ok(Some(Morsel {
+                        seq,
+                        data: MorselData::Csv { file, block },
+                    }));
+                }
+                None => {
+                    c.file += 1;
+                    c.splitter = match self.files.readers().get(c.file) {
+                        Some(r) => Some(r.splitter()?),
+                        None => None,
+                    };
+                }
+            }
+        }
     }
 
     fn read(&self, morsel: Morsel, ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
         match morsel.data {
-            MorselData::Csv(block) => {
-                let decoded = self.decoder.decode(&block)?;
+            MorselData::Csv { file, block } => {
+                let decoded = self.decoders[file].decode(&block)?;
                 if !decoded.skipped.is_empty() {
                     ctx.metrics
                         .skipped_rows

@@ -21,5 +21,5 @@ pub use expr::{
     SortExpr, WindowExpr, WindowFrame, WindowFunc,
 };
 pub use optimizer::{Optimizer, OptimizerRule, RuleTrace, Transformed};
-pub use plan::{JoinKind, LogicalPlan, MemTable, PlanBuilder, Scan, TableSource};
+pub use plan::{CsvFiles, JoinKind, LogicalPlan, MemTable, PlanBuilder, Scan, TableSource};
 pub use schema::{PlanField, PlanSchema};

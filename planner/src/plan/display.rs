@@ -19,8 +19,11 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Scan(s) => {
                 let kind = match &s.source {
-                    TableSource::Csv(_) => "csv",
-                    TableSource::Memory(_) => "memory",
+                    TableSource::Csv(f) if f.readers().len() > 1 => {
+                        format!("csv, {} files", f.readers().len())
+                    }
+                    TableSource::Csv(_) => "csv".to_string(),
+                    TableSource::Memory(_) => "memory".to_string(),
                 };
                 let mut line = format!("Scan: {} ({kind})", s.table);
                 if s.alias != s.table {

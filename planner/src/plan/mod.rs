@@ -27,11 +27,46 @@ impl MemTable {
     }
 }
 
+/// One or more CSV files read as one table (a glob pattern's matches, in path order), each
+/// with its head (header, schema) read already; all share the first file's schema.
+#[derive(Debug)]
+pub struct CsvFiles {
+    readers: Vec<CsvReader>,
+}
+
+impl CsvFiles {
+    /// `readers` must be non-empty and share one schema.
+    pub fn new(readers: Vec<CsvReader>) -> Result<Self, crate::PlanError> {
+        let Some(first) = readers.first() else {
+            return Err(crate::PlanError::Invalid("a CSV table needs a file".into()));
+        };
+        for r in &readers[1..] {
+            if r.schema().len() != first.schema().len() {
+                return Err(crate::PlanError::Invalid(format!(
+                    "{} has {} columns but {} has {}; files read as one table need the same columns",
+                    r.input().name(),
+                    r.schema().len(),
+                    first.input().name(),
+                    first.schema().len()
+                )));
+            }
+        }
+        Ok(Self { readers })
+    }
+
+    pub fn readers(&self) -> &[CsvReader] {
+        &self.readers
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        self.readers[0].schema()
+    }
+}
+
 /// Where a scan reads from.
 #[derive(Clone, Debug)]
 pub enum TableSource {
-    /// A CSV file whose head (header, schema) has been read already.
-    Csv(Arc<CsvReader>),
+    Csv(Arc<CsvFiles>),
     Memory(Arc<MemTable>),
 }
 

@@ -13,6 +13,7 @@
 
 mod decode;
 mod error;
+pub mod glob;
 mod infer;
 mod input;
 mod options;
