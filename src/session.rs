@@ -80,12 +80,12 @@ impl Session {
             return Err(Error::Invalid(format!("no files match {path}")));
         };
         let name = |p: &std::path::Path| p.to_string_lossy().into_owned();
-        let head = CsvReader::open(CsvInput::file(&name(first)), options.clone())?;
+        let head = CsvReader::open(CsvInput::file(name(first)), options.clone())?;
         // The first file decides the schema; the others are read with it.
         let same = options.with_schema(head.schema().clone());
         let mut readers = vec![head];
         for f in rest {
-            readers.push(CsvReader::open(CsvInput::file(&name(f)), same.clone())?);
+            readers.push(CsvReader::open(CsvInput::file(name(f)), same.clone())?);
         }
         Ok(TableSource::Csv(Arc::new(CsvFiles::new(readers)?)))
     }
