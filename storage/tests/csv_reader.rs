@@ -52,8 +52,15 @@ fn header_types_nulls_and_quotes() {
         rows(&d)[0],
         vec![I(1), F(2.5), s("a, b"), B(true), ScalarValue::Date32(19781)]
     );
-    // Unquoted empty is NULL; quoted empty is the empty string.
-    assert_eq!(rows(&d)[1], vec![I(2), N, s(""), B(false), N]);
+    // Empty is NULL, quoted or not (DuckDB's allow_quoted_nulls).
+    assert_eq!(rows(&d)[1], vec![I(2), N, N, B(false), N]);
+    // Without quoted nulls, a quoted empty field is the empty string (PostgreSQL's rule).
+    let d = read(
+        "id,name\n1,\"\"\n2,\n",
+        CsvOptions::default().with_allow_quoted_nulls(false),
+    )
+    .unwrap();
+    assert_eq!(rows(&d), vec![vec![I(1), s("")], vec![I(2), N]]);
 }
 
 #[test]

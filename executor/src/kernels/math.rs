@@ -13,23 +13,42 @@ fn map_f64(c: &PrimitiveColumn<f64>, f: impl Fn(f64) -> f64) -> Column {
 }
 
 /// Rounds half away from zero to `digits` decimal places (negative digits round left of the
-/// point), as DuckDB does for DOUBLE.
+/// point), by the double's exact decimal value, as DuckDB does: `round(23.65, 1)` is 23.6,
+/// because the double nearest 23.65 is 23.649999...
 pub fn round_f64(v: f64, digits: i64) -> f64 {
     if !v.is_finite() {
         return v;
     }
     let digits = digits.clamp(-308, 308) as i32;
     let scale = 10f64.powi(digits.abs());
-    if digits >= 0 {
-        let r = (v * scale).round() / scale;
-        if r.is_finite() {
-            r
-        } else {
-            v
-        }
-    } else {
-        (v / scale).round() * scale
+    if digits < 0 {
+        return (v / scale).round() * scale;
     }
+    let t = v.abs() * scale;
+    if !t.is_finite() || t >= 9.0e15 {
+        // Already whole at this precision.
+        return v;
+    }
+    let frac = t - t.floor();
+    let n = if (frac - 0.5).abs() > 1e-6 {
+        t.round()
+    } else {
+        // Near a tie the product above is inexact: decide on the exact decimal digits.
+        let exact = format!("{:.120}", v.abs());
+        let point = exact.find('.').unwrap_or(exact.len());
+        let next = exact.as_bytes().get(point + 1 + digits as usize).copied();
+        let kept: String = exact[..point]
+            .chars()
+            .chain(exact[point + 1..].chars().take(digits as usize))
+            .collect();
+        let base: f64 = kept.parse().unwrap_or(t.floor());
+        if next.is_some_and(|d| d >= b'5') {
+            base + 1.0
+        } else {
+            base
+        }
+    };
+    (n / scale).copysign(v)
 }
 
 /// `abs` over integers; the smallest value has no absolute value, which is an overflow.
@@ -148,5 +167,11 @@ mod tests {
         assert_eq!(round_f64(-2.5, 0), -3.0);
         assert_eq!(round_f64(1.2345, 2), 1.23);
         assert_eq!(round_f64(1234.5, -2), 1200.0);
+        // By exact value: 23.65 is stored as 23.6499..., 0.125 exactly.
+        assert_eq!(round_f64(23.65, 1), 23.6);
+        assert_eq!(round_f64(-23.65, 1), -23.6);
+        assert_eq!(round_f64(0.125, 2), 0.13);
+        assert_eq!(round_f64(2.675, 2), 2.67);
+        assert_eq!(round_f64(1.005, 2), 1.0);
     }
 }

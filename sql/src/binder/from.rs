@@ -429,6 +429,7 @@ impl Binder<'_> {
                 Some("n_rows" | "max_rows") => opts.n_rows = Some(count()?),
                 Some("ignore_errors") => opts.ignore_errors = truth()?,
                 Some("null_padding") => opts.null_padding = truth()?,
+                Some("allow_quoted_nulls") => opts.allow_quoted_nulls = truth()?,
                 Some("truncate_extra_fields") => opts.truncate_extra_fields = truth()?,
                 Some("sample_size") => opts.infer_rows = count()?,
                 Some(other) => {

@@ -40,6 +40,7 @@ pub struct BlockDecoder {
     projection: Vec<usize>,
     out_schema: SchemaRef,
     null_values: Vec<Vec<u8>>,
+    allow_quoted_nulls: bool,
     null_padding: bool,
     truncate_extra_fields: bool,
     ignore_errors: bool,
@@ -81,6 +82,7 @@ impl BlockDecoder {
                 .iter()
                 .map(|s| s.as_bytes().to_vec())
                 .collect(),
+            allow_quoted_nulls: options.allow_quoted_nulls,
             null_padding: options.null_padding,
             truncate_extra_fields: options.truncate_extra_fields,
             ignore_errors: options.ignore_errors,
@@ -181,7 +183,7 @@ impl BlockDecoder {
 
     #[inline]
     fn is_null(&self, span: FieldSpan, bytes: &[u8]) -> bool {
-        !span.quoted && self.null_values.iter().any(|n| n == bytes)
+        (!span.quoted || self.allow_quoted_nulls) && self.null_values.iter().any(|n| n == bytes)
     }
 
     /// Decodes a block; on malformed input returns the first error in file order, or with

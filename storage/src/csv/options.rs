@@ -29,6 +29,9 @@ pub struct CsvOptions {
     pub truncate_extra_fields: bool,
     /// Records that fail to parse are skipped (and counted, with line and reason).
     pub ignore_errors: bool,
+    /// A quoted field that matches a null string (`""` with the default) is NULL too, as in
+    /// DuckDB; off, it is the text (PostgreSQL's rule), so empty strings survive.
+    pub allow_quoted_nulls: bool,
     /// Target bytes per block (morsel). Boundaries depend only on this and the data.
     pub block_size: usize,
 }
@@ -49,6 +52,7 @@ impl Default for CsvOptions {
             null_padding: false,
             truncate_extra_fields: false,
             ignore_errors: false,
+            allow_quoted_nulls: true,
             block_size: 1 << 20,
         }
     }
@@ -112,6 +116,11 @@ impl CsvOptions {
 
     pub fn with_ignore_errors(mut self, v: bool) -> Self {
         self.ignore_errors = v;
+        self
+    }
+
+    pub fn with_allow_quoted_nulls(mut self, v: bool) -> Self {
+        self.allow_quoted_nulls = v;
         self
     }
 
