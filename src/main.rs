@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 
-use morsel::Session;
+use morsel::{QueryResult, Session};
 use morsel_storage::csv::{write_csv, CsvWriteOptions};
 
 const USAGE: &str = "\
@@ -108,7 +108,19 @@ fn run() -> Result<(), String> {
         Some(n) => Session::with_threads(n),
         None => Session::new(),
     };
-    let result = session.execute(&sql).map_err(|e| e.to_string())?;
+    let results = session.execute_all(&sql).map_err(|e| e.to_string())?;
+    let last = results.len().saturating_sub(1);
+    for (i, result) in results.iter().enumerate() {
+        // Statements without output (CREATE, DROP) print nothing, unless last.
+        if result.schema().is_empty() && i != last {
+            continue;
+        }
+        print_result(result, args.format)?;
+    }
+    Ok(())
+}
+
+fn print_result(result: &QueryResult, format: Format) -> Result<(), String> {
     let skipped = result.skipped_rows();
     if !skipped.is_empty() {
         eprintln!(
@@ -122,9 +134,18 @@ fn run() -> Result<(), String> {
             eprintln!("  ... and {} more", skipped.len() - 5);
         }
     }
+    if result.schema().is_empty() {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
-    let written = match args.format {
-        Format::Table => out.write_all(result.to_string().as_bytes()),
+    let written = match format {
+        Format::Table => {
+            let mut text = result.to_string();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            out.write_all(text.as_bytes())
+        }
         Format::Json => {
             out.write_all(morsel::render_json(result.schema(), result.batches()).as_bytes())
         }

@@ -219,16 +219,24 @@ impl Session {
 
     /// Runs `;`-separated statements in order and returns the last one's result.
     pub fn execute(&self, script: &str) -> Result<QueryResult> {
+        self.execute_all(script)?
+            .pop()
+            .ok_or_else(|| Error::Invalid("no statement to run".into()))
+    }
+
+    /// Runs `;`-separated statements in order and returns every result (DDL statements give
+    /// an empty one). Stops at the first error: the statements before it have taken effect.
+    pub fn execute_all(&self, script: &str) -> Result<Vec<QueryResult>> {
         let stmts = morsel_sql::parse(script)?;
-        let mut last = None;
+        let mut results = Vec::with_capacity(stmts.len());
         for stmt in &stmts {
-            last = Some(match morsel_sql::plan_statement(stmt, self)? {
+            results.push(match morsel_sql::plan_statement(stmt, self)? {
                 Statement::Query(plan) => self.run_plan(plan)?,
                 Statement::Explain { plan, verbose } => explain_result(&plan, verbose)?,
                 other => self.run_statement(other)?,
             });
         }
-        last.ok_or_else(|| Error::Invalid("no statement to run".into()))
+        Ok(results)
     }
 }
 

@@ -88,7 +88,14 @@ fn reads_stdin_and_files_and_runs_statements_in_order() {
         None,
         Some("SELECT 1 AS x; SELECT 2 AS y;"),
     );
-    assert_eq!(stdout(&o), "y\n2\n");
+    // Every statement's result, in order; statements without output print nothing.
+    assert_eq!(stdout(&o), "x\n1\ny\n2\n");
+    let o = morsel(
+        &["--format", "csv"],
+        None,
+        Some("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (7); SELECT a FROM t;"),
+    );
+    assert_eq!(stdout(&o), "Count\n1\na\n7\n");
     let dir = std::env::temp_dir().join(format!("morsel-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join("q.sql");
