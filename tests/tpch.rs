@@ -273,3 +273,36 @@ fn explain_snapshots() {
         insta::assert_snapshot!(format!("explain_q{q:02}"), text);
     }
 }
+
+/// No correlated subquery runs once per outer row: each one (Q2, Q4, Q17, Q20, Q21, Q22) is
+/// decorrelated into a semi, anti or left join keyed on the correlation columns, and the plan
+/// has no cross product left.
+#[test]
+fn correlated_subqueries_become_keyed_joins() {
+    for q in [2, 4, 17, 20, 21, 22] {
+        let text = explain(q);
+        let sub_joins: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.contains("Join: Semi")
+                    || l.contains("Join: Anti")
+                    || l.contains("Join: NullAwareAnti")
+                    || l.contains("Join: Mark")
+                    || (l.contains("Join: Left") && l.contains("__sq"))
+            })
+            .collect();
+        assert!(!sub_joins.is_empty(), "Q{q} has no subquery join:\n{text}");
+        for line in &sub_joins {
+            let uncorrelated_q22 = q == 22 && line.contains("Join: Left");
+            assert!(
+                !line.contains("on=[]") || uncorrelated_q22,
+                "Q{q}: a subquery join without keys: {line}\n{text}"
+            );
+        }
+        assert!(
+            !text.contains("CrossJoin"),
+            "Q{q} kept a cross join:\n{text}"
+        );
+        insta::assert_snapshot!(format!("explain_q{q:02}"), text);
+    }
+}

@@ -2,11 +2,12 @@
 //! changes the plan (or an iteration cap is hit). Every change can be recorded with the plan
 //! it produced, which EXPLAIN VERBOSE will show.
 
+pub mod cardinality;
 mod rules;
 
 use std::time::{Duration, Instant};
 
-pub use rules::{PushDownFilter, PushDownProjection};
+pub use rules::{PushDownFilter, PushDownProjection, ReorderJoins};
 
 use crate::error::PlanResult;
 use crate::plan::LogicalPlan;
@@ -40,7 +41,11 @@ pub struct Optimizer {
 impl Default for Optimizer {
     fn default() -> Self {
         Self {
-            rules: vec![Box::new(PushDownFilter), Box::new(PushDownProjection)],
+            rules: vec![
+                Box::new(PushDownFilter),
+                Box::new(ReorderJoins),
+                Box::new(PushDownProjection),
+            ],
             max_passes: 8,
         }
     }

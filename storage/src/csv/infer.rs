@@ -6,10 +6,12 @@
 //! every record in it tokenizes cleanly with the header's field count; otherwise it is
 //! dropped. A dropped chunk can only make inference see fewer values, never a wrong type.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use super::error::CsvError;
 use super::input::CsvInput;
+use super::options::CsvOptions;
 use super::tokenize::{field_bytes, Dialect, Tokenizer};
 use crate::datatype::DataType;
 use crate::parse;
@@ -38,6 +40,9 @@ pub struct ColumnInference {
     pub name: String,
     pub data_type: DataType,
     pub reason: String,
+    /// Non-NULL values sampled, and how many of them were distinct (planner statistics).
+    pub sampled_values: usize,
+    pub distinct_values: usize,
 }
 
 /// Why each column got its type; printable as one line per column.
@@ -45,6 +50,8 @@ pub struct ColumnInference {
 pub struct InferenceReport {
     pub columns: Vec<ColumnInference>,
     pub sampled_records: usize,
+    /// Bytes the sampled records span (for estimating the file's row count).
+    pub sampled_bytes: usize,
 }
 
 impl fmt::Display for InferenceReport {
@@ -76,10 +83,22 @@ fn fits(ty: DataType, v: &[u8]) -> bool {
     }
 }
 
+/// Distinct values tracked per column while sampling.
+const MAX_DISTINCT: usize = 1 << 16;
+
+/// FNV-1a: a small, fixed hash for counting distinct sampled values.
+fn fnv1a(v: &[u8]) -> u64 {
+    v.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Running evidence for one column.
 #[derive(Clone, Debug, Default)]
 struct Evidence {
     values: usize,
+    /// Hashes of the distinct values seen (at most `MAX_DISTINCT`).
+    distinct: HashSet<u64>,
     example: Option<(String, SampleLocation)>,
     /// For each candidate, the first value that ruled it out.
     ruled_out: [Option<(String, SampleLocation)>; 5],
@@ -88,6 +107,9 @@ struct Evidence {
 impl Evidence {
     fn observe(&mut self, v: &[u8], at: SampleLocation) {
         self.values += 1;
+        if self.distinct.len() < MAX_DISTINCT {
+            self.distinct.insert(fnv1a(v));
+        }
         let text = || {
             String::from_utf8_lossy(v)
                 .chars()
@@ -142,22 +164,28 @@ impl Evidence {
     }
 }
 
-/// Samples the data part of `input` and proposes a type per column.
+/// Samples the data part of `input` (from byte `data_start`, line `data_line`) and proposes a
+/// type per column; `options` gives the null strings and the sample size.
 pub(crate) fn infer_types(
     input: &CsvInput,
     dialect: &Dialect,
     names: &[String],
-    null_values: &[String],
+    options: &CsvOptions,
     data_start: u64,
     data_line: u64,
-    infer_rows: usize,
 ) -> Result<(Vec<DataType>, InferenceReport), CsvError> {
+    let (null_values, allow_quoted_nulls, infer_rows) = (
+        &options.null_values,
+        options.allow_quoted_nulls,
+        options.infer_rows,
+    );
     const HEAD_BYTES: usize = 1 << 20;
     const CHUNK_BYTES: usize = 64 << 10;
     let total = input.len()?;
     let mut evidence = vec![Evidence::default(); names.len()];
     let nulls: Vec<&[u8]> = null_values.iter().map(|s| s.as_bytes()).collect();
     let mut sampled = 0;
+    let mut sampled_bytes = 0;
 
     let head = input.read_at(data_start, HEAD_BYTES)?;
     let head_is_all = data_start + head.len() as u64 >= total;
@@ -169,10 +197,12 @@ pub(crate) fn infer_types(
         dialect,
         infer_rows,
         &nulls,
+        allow_quoted_nulls,
         &mut evidence,
     )
     .expect("the head sample is never discarded");
     sampled += n;
+    sampled_bytes += head_end;
 
     let covered = data_start + head_end as u64;
     if covered < total && total - covered > CHUNK_BYTES as u64 {
@@ -193,7 +223,7 @@ pub(crate) fn infer_types(
             let mut trial = evidence.clone();
             let start = off + nl as u64 + 1;
             // A chunk is small (64 KiB): all its records are used.
-            if let Some((n, _)) = sample(
+            if let Some((n, used)) = sample(
                 body,
                 0,
                 Some(start),
@@ -201,10 +231,12 @@ pub(crate) fn infer_types(
                 dialect,
                 usize::MAX,
                 &nulls,
+                allow_quoted_nulls,
                 &mut trial,
             ) {
                 evidence = trial;
                 sampled += n;
+                sampled_bytes += used;
             }
         }
     }
@@ -213,6 +245,7 @@ pub(crate) fn infer_types(
     let mut report = InferenceReport {
         columns: Vec::new(),
         sampled_records: sampled,
+        sampled_bytes,
     };
     for (name, ev) in names.iter().zip(&evidence) {
         let (ty, reason) = ev.decide();
@@ -221,6 +254,8 @@ pub(crate) fn infer_types(
             name: name.clone(),
             data_type: ty,
             reason,
+            sampled_values: ev.values,
+            distinct_values: ev.distinct.len(),
         });
     }
     Ok((types, report))
@@ -238,6 +273,7 @@ fn sample(
     dialect: &Dialect,
     limit: usize,
     nulls: &[&[u8]],
+    quoted_nulls: bool,
     evidence: &mut [Evidence],
 ) -> Option<(usize, usize)> {
     let mut tok = Tokenizer::new(buf, first_line, dialect);
@@ -265,7 +301,7 @@ fn sample(
         };
         for (ev, span) in evidence.iter_mut().zip(fields.iter()) {
             let v = field_bytes(buf, *span, quote, &mut scratch);
-            if !span.quoted && nulls.contains(&v) {
+            if (!span.quoted || quoted_nulls) && nulls.contains(&v) {
                 continue;
             }
             ev.observe(v, at);
@@ -290,7 +326,11 @@ mod tests {
         let names: Vec<String> = (0..text.lines().next().unwrap().split(',').count())
             .map(|i| format!("c{i}"))
             .collect();
-        infer_types(&input, &d, &names, &[String::new()], 0, 1, 1000).unwrap()
+        let opts = CsvOptions {
+            infer_rows: 1000,
+            ..CsvOptions::default()
+        };
+        infer_types(&input, &d, &names, &opts, 0, 1).unwrap()
     }
 
     #[test]

@@ -68,6 +68,8 @@ impl CsvReader {
                         name: f.name.clone(),
                         data_type: f.data_type,
                         reason: "given by the schema".into(),
+                        sampled_values: 0,
+                        distinct_values: 0,
                     })
                     .collect();
                 (
@@ -75,6 +77,7 @@ impl CsvReader {
                     InferenceReport {
                         columns,
                         sampled_records: 0,
+                        sampled_bytes: 0,
                     },
                 )
             }
@@ -86,10 +89,9 @@ impl CsvReader {
                     &input,
                     &dialect,
                     &head.names,
-                    &options.null_values,
+                    &options,
                     head.data_start,
                     head.data_line,
-                    options.infer_rows,
                 )?;
                 for (name, ty) in &options.column_types {
                     let Some(i) = head.names.iter().position(|n| n == name) else {
@@ -120,6 +122,45 @@ impl CsvReader {
             data_start: head.data_start,
             data_line: head.data_line,
             inference,
+        })
+    }
+
+    /// The number of records, estimated from the file's size and the width of the sampled
+    /// records (for planning; exact counts need a full read).
+    pub fn estimated_rows(&self) -> f64 {
+        let bytes = self
+            .input
+            .len()
+            .unwrap_or(0)
+            .saturating_sub(self.data_start) as f64;
+        let r = &self.inference;
+        let width = if r.sampled_records > 0 && r.sampled_bytes > 0 {
+            r.sampled_bytes as f64 / r.sampled_records as f64
+        } else {
+            // No sample (a given schema): assume eight bytes per field.
+            8.0 * self.schema.len().max(1) as f64
+        };
+        let rows = (bytes / width).round();
+        match self.options.n_rows {
+            Some(n) => rows.min(n as f64),
+            None => rows,
+        }
+    }
+
+    /// The number of distinct values in column `col`, estimated from the inference sample:
+    /// the sample's count when values repeat a lot (a low-cardinality column), else scaled to
+    /// the whole file. `None` without a sample.
+    pub fn estimated_distinct(&self, col: usize) -> Option<f64> {
+        let c = self.inference.columns.get(col)?;
+        if c.sampled_values == 0 {
+            return None;
+        }
+        let rows = self.estimated_rows();
+        let (d, n) = (c.distinct_values as f64, c.sampled_values as f64);
+        Some(if n >= rows || d / n < 0.5 {
+            d
+        } else {
+            (rows * d / n).max(d)
         })
     }
 

@@ -2,6 +2,8 @@
 
 mod push_down_filter;
 mod push_down_projection;
+mod reorder_joins;
 
 pub use push_down_filter::PushDownFilter;
 pub use push_down_projection::PushDownProjection;
+pub use reorder_joins::ReorderJoins;

@@ -78,6 +78,22 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
             exprs,
             schema,
         } => {
+            // Outputs nothing above reads are dropped (keeping at least one column).
+            let keep: Vec<usize> = (0..exprs.len())
+                .filter(|&i| {
+                    let f = schema.field(i);
+                    is_required(&required, &f.relation, &f.name)
+                })
+                .collect();
+            let (exprs, schema) = if keep.is_empty() || keep.len() == exprs.len() {
+                (exprs, schema)
+            } else {
+                let fields = keep.iter().map(|&i| schema.field(i).clone()).collect();
+                (
+                    keep.iter().map(|&i| exprs[i].clone()).collect(),
+                    PlanSchema::new(fields),
+                )
+            };
             let req = exprs.iter().flat_map(Expr::columns).collect();
             Ok(LogicalPlan::Projection {
                 input: Box::new(prune(*input, req)?),

@@ -1,0 +1,321 @@
+//! Orders multi-way inner joins by estimated size, avoiding cross products.
+//!
+//! A region of adjacent inner joins is flattened into its inputs and its conditions. The new
+//! order is built greedily: first the pair of inputs linked by an equality whose join is
+//! estimated smallest, then, step by step, the linked input giving the smallest estimated
+//! join (estimates use distinct-value counts where known, see `cardinality`, so a join on a
+//! low-cardinality column is seen to multiply rows). An input is joined without a condition
+//! only when nothing linked is left. At each step the
+//! smaller side becomes the hash join's build (right) side, and every condition is placed at
+//! the first join where all its columns are available: equalities across the two sides as
+//! hash keys, the rest as the join's residual filter. A projection above restores the
+//! region's original column order. Estimates depend only on the data (see `cardinality`), so
+//! the plan is the same for any thread count; a region already in the chosen shape is left
+//! as it is, so the rule reaches a fixed point.
+
+use crate::error::PlanResult;
+use crate::expr::{BinaryOp, Expr};
+use crate::optimizer::cardinality::estimate_rows;
+use crate::optimizer::{OptimizerRule, Transformed};
+use crate::plan::{JoinKind, LogicalPlan};
+use crate::schema::PlanSchema;
+
+pub struct ReorderJoins;
+
+impl OptimizerRule for ReorderJoins {
+    fn name(&self) -> &'static str {
+        "reorder_joins"
+    }
+
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
+        let before = plan.to_string();
+        let after = rewrite(plan)?;
+        let changed = after.to_string() != before;
+        Ok(Transformed {
+            data: after,
+            changed,
+        })
+    }
+}
+
+fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+    match plan {
+        join @ LogicalPlan::Join {
+            kind: JoinKind::Inner,
+            ..
+        } => {
+            let mut leaves = Vec::new();
+            let mut conditions = Vec::new();
+            flatten(join.clone(), &mut leaves, &mut conditions);
+            let leaves = leaves
+                .into_iter()
+                .map(rewrite)
+                .collect::<PlanResult<Vec<_>>>()?;
+            match reorder(leaves, conditions, join.schema())? {
+                Some(better) if better.to_string() != join.to_string() => Ok(better),
+                _ => join.map_children(rewrite),
+            }
+        }
+        other => other.map_children(rewrite),
+    }
+}
+
+/// Collects the inputs and conditions of the inner-join region rooted at `plan`.
+fn flatten(plan: LogicalPlan, leaves: &mut Vec<LogicalPlan>, conditions: &mut Vec<Expr>) {
+    match plan {
+        LogicalPlan::Join {
+            left,
+            right,
+            kind: JoinKind::Inner,
+            on,
+            filter,
+            ..
+        } => {
+            flatten(*left, leaves, conditions);
+            flatten(*right, leaves, conditions);
+            conditions.extend(on.into_iter().map(|(l, r)| l.eq(r)));
+            conditions.extend(filter.map(Expr::split_conjunction).unwrap_or_default());
+        }
+        other => leaves.push(other),
+    }
+}
+
+/// A condition and the inputs it reads.
+struct Condition {
+    expr: Expr,
+    leaves: Vec<usize>,
+    placed: bool,
+}
+
+impl Condition {
+    /// `a = b` with each side reading one different input.
+    fn is_link(&self) -> bool {
+        self.leaves.len() == 2
+            && matches!(
+                self.expr,
+                Expr::Binary {
+                    op: BinaryOp::Eq,
+                    ..
+                }
+            )
+    }
+}
+
+/// Which inputs `e` reads; `None` if a column resolves in no input or in several.
+fn leaves_of(e: &Expr, schemas: &[&PlanSchema]) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for c in e.columns() {
+        let hits: Vec<usize> = (0..schemas.len()).filter(|&i| schemas[i].has(&c)).collect();
+        let [i] = hits.as_slice() else {
+            return None;
+        };
+        if !out.contains(i) {
+            out.push(*i);
+        }
+    }
+    out.sort_unstable();
+    Some(out)
+}
+
+/// The greedy join order of `leaves`; `None` when the region cannot be reordered safely.
+fn reorder(
+    leaves: Vec<LogicalPlan>,
+    conditions: Vec<Expr>,
+    schema: &PlanSchema,
+) -> PlanResult<Option<LogicalPlan>> {
+    if leaves.len() < 2 {
+        return Ok(None);
+    }
+    let schemas: Vec<&PlanSchema> = leaves.iter().map(LogicalPlan::schema).collect();
+    // Every output column must name exactly one input (else the order cannot be restored).
+    for f in schema.fields() {
+        if schemas.iter().filter(|s| s.has(&f.column_ref())).count() != 1 {
+            return Ok(None);
+        }
+    }
+    let mut conds = Vec::with_capacity(conditions.len());
+    for expr in conditions {
+        let Some(leaves) = leaves_of(&expr, &schemas) else {
+            return Ok(None);
+        };
+        conds.push(Condition {
+            expr,
+            leaves,
+            placed: false,
+        });
+    }
+    let rows: Vec<f64> = leaves.iter().map(estimate_rows).collect();
+    let linked = |a: usize, b: usize, conds: &[Condition]| {
+        conds
+            .iter()
+            .any(|c| c.is_link() && c.leaves.contains(&a) && c.leaves.contains(&b))
+    };
+    let n = leaves.len();
+    let mut slots: Vec<Option<LogicalPlan>> = leaves.into_iter().map(Some).collect();
+
+    // The first pair: linked, smallest estimated join (ties: lower positions); without any
+    // link, the smallest input.
+    let mut best: Option<(f64, usize, usize, Step)> = None;
+    for a in 0..n {
+        for b in a + 1..n {
+            if !linked(a, b, &conds) {
+                continue;
+            }
+            let (Some(pa), Some(pb)) = (&slots[a], &slots[b]) else {
+                continue;
+            };
+            let step = join_step(pa, &[a], pb, b, &conds);
+            let est = estimate_rows(&step.plan);
+            if best.as_ref().is_none_or(|(e, ..)| est < *e) {
+                best = Some((est, a, b, step));
+            }
+        }
+    }
+    let (mut current, mut joined) = match best {
+        Some((_, a, b, step)) => {
+            step.commit(&mut conds);
+            slots[a] = None;
+            slots[b] = None;
+            (step.plan, vec![a, b])
+        }
+        None => {
+            let first = (0..n)
+                .min_by(|&a, &b| rows[a].total_cmp(&rows[b]).then(a.cmp(&b)))
+                .unwrap_or(0);
+            match slots[first].take() {
+                Some(p) => (p, vec![first]),
+                None => return Ok(None),
+            }
+        }
+    };
+    // Then, step by step, the linked input giving the smallest estimated join; an unlinked
+    // one (a cross product) only when nothing linked is left.
+    while joined.len() < n {
+        let left: Vec<usize> = (0..n).filter(|i| !joined.contains(i)).collect();
+        let linked_left: Vec<usize> = left
+            .iter()
+            .copied()
+            .filter(|&k| joined.iter().any(|&j| linked(j, k, &conds)))
+            .collect();
+        let candidates = if linked_left.is_empty() {
+            left
+        } else {
+            linked_left
+        };
+        let mut choice: Option<(f64, usize, Step)> = None;
+        for k in candidates {
+            let Some(pk) = &slots[k] else { continue };
+            let step = join_step(&current, &joined, pk, k, &conds);
+            let est = estimate_rows(&step.plan);
+            let better = match &choice {
+                None => true,
+                Some((e, j, _)) => est < *e || (est == *e && rows[k] < rows[*j]),
+            };
+            if better {
+                choice = Some((est, k, step));
+            }
+        }
+        let Some((_, k, step)) = choice else { break };
+        step.commit(&mut conds);
+        slots[k] = None;
+        joined.push(k);
+        current = step.plan;
+    }
+    let mut plan = current;
+    let rest: Vec<Expr> = conds
+        .into_iter()
+        .filter(|c| !c.placed)
+        .map(|c| c.expr)
+        .collect();
+    if let Some(predicate) = Expr::conjunction(rest) {
+        plan = LogicalPlan::Filter {
+            input: Box::new(plan),
+            predicate,
+        };
+    }
+    // Restore the region's column order.
+    if plan.schema().fields() != schema.fields() {
+        let exprs = schema
+            .fields()
+            .iter()
+            .map(|f| Expr::Column(f.column_ref()))
+            .collect();
+        plan = LogicalPlan::Projection {
+            input: Box::new(plan),
+            exprs,
+            schema: schema.clone(),
+        };
+    }
+    Ok(Some(plan))
+}
+
+/// A candidate join of the inputs joined so far with one more, and the conditions it places.
+struct Step {
+    plan: LogicalPlan,
+    placed: Vec<usize>,
+}
+
+impl Step {
+    fn commit(&self, conds: &mut [Condition]) {
+        for &i in &self.placed {
+            conds[i].placed = true;
+        }
+    }
+}
+
+/// Joins input `next` (position `k`) onto `current` (covering inputs `joined`): the side with
+/// fewer estimated rows builds (right), and every condition now covered is placed on this
+/// join: equalities across the sides as keys, the rest as the residual filter.
+fn join_step(
+    current: &LogicalPlan,
+    joined: &[usize],
+    next: &LogicalPlan,
+    k: usize,
+    conds: &[Condition],
+) -> Step {
+    let (left, right) = if estimate_rows(next) <= estimate_rows(current) {
+        (current.clone(), next.clone())
+    } else {
+        (next.clone(), current.clone())
+    };
+    let (ls, rs) = (left.schema().clone(), right.schema().clone());
+    let mut on = Vec::new();
+    let mut filter = Vec::new();
+    let mut placed = Vec::new();
+    let over =
+        |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && e.columns().iter().all(|x| s.has(x));
+    for (i, c) in conds.iter().enumerate() {
+        if c.placed || !c.leaves.iter().all(|l| *l == k || joined.contains(l)) {
+            continue;
+        }
+        placed.push(i);
+        if let Expr::Binary {
+            left: a,
+            op: BinaryOp::Eq,
+            right: b,
+        } = &c.expr
+        {
+            if over(a, &ls) && over(b, &rs) {
+                on.push((*a.clone(), *b.clone()));
+                continue;
+            }
+            if over(b, &ls) && over(a, &rs) {
+                on.push((*b.clone(), *a.clone()));
+                continue;
+            }
+        }
+        filter.push(c.expr.clone());
+    }
+    let schema = JoinKind::Inner.output_schema(&ls, &rs, None);
+    Step {
+        plan: LogicalPlan::Join {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind: JoinKind::Inner,
+            on,
+            filter: Expr::conjunction(filter),
+            schema,
+        },
+        placed,
+    }
+}
