@@ -324,11 +324,18 @@ impl Binder<'_> {
         let mut items: Vec<Item> = Vec::new();
         for item in &s.projection {
             match item {
-                ast::SelectItem::UnnamedExpr(e) => items.push(Item {
-                    expr: self.expr(e, &input)?,
-                    syntax: Some(e.clone()),
-                    span: e.span(),
-                }),
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let mut expr = self.expr(e, &input)?;
+                    // A subquery's column is named by its SQL text, not by internal names.
+                    if expr.output_name().contains("__sq") {
+                        expr = expr.alias(e.to_string());
+                    }
+                    items.push(Item {
+                        expr,
+                        syntax: Some(e.clone()),
+                        span: e.span(),
+                    })
+                }
                 ast::SelectItem::ExprWithAlias { expr, alias } => items.push(Item {
                     expr: self.expr(expr, &input)?.alias(alias.value.clone()),
                     syntax: Some(expr.clone()),

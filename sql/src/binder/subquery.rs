@@ -330,19 +330,30 @@ impl Binder<'_> {
         self.pending.borrow().len()
     }
 
-    /// Joins the subqueries queued since `mark` into `input`. With `uncorrelated_only`
-    /// (expressions over an aggregate's output), a correlated one is refused.
+    /// Joins the subqueries queued since `mark` into `input`. With `after_aggregate` (`input`
+    /// is an aggregate's output), a correlated one must read only columns `input` has.
     pub(crate) fn apply_pending(
         &self,
         mut input: PlanBuilder,
         mark: usize,
-        uncorrelated_only: bool,
+        after_aggregate: bool,
     ) -> Result<PlanBuilder, SqlError> {
         let joins: Vec<PendingJoin> = self.pending.borrow_mut().drain(mark..).collect();
         for j in joins {
-            if uncorrelated_only && j.correlated {
-                return Err(SqlError::unsupported(
-                    "correlated subqueries in the select list or HAVING of an aggregating query",
+            // Over an aggregate's output, a correlated subquery may read GROUP BY columns only.
+            let reads_input = |e: &Expr| e.columns().iter().all(|c| input.schema().has(c));
+            if after_aggregate
+                && j.correlated
+                && !(j.on.iter().all(|(o, _)| reads_input(o))
+                    && j.filter.as_ref().is_none_or(|f| {
+                        f.columns()
+                            .iter()
+                            .all(|c| input.schema().has(c) || j.plan.schema().has(c))
+                    }))
+            {
+                return Err(SqlError::invalid(
+                    "a correlated subquery in the select list or HAVING of an aggregating query \
+                     may only read GROUP BY columns of the outer query",
                 ));
             }
             input = match (j.kind, j.mark) {
