@@ -171,22 +171,8 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             materialized("distinct", out, in_schema)
         }
         LogicalPlan::Sort { input, keys } => {
-            let in_schema = input.schema();
-            let sink = SortSink {
-                keys: keys
-                    .iter()
-                    .map(|k| {
-                        Ok(SortKey {
-                            expr: compile(&k.expr, in_schema)?,
-                            asc: k.asc,
-                            nulls_first: k.nulls_first,
-                        })
-                    })
-                    .collect::<ExecResult<_>>()?,
-                schema: storage_schema(in_schema),
-            };
-            let out = build(input, ctx)?.run(ctx, &sink)?;
-            materialized("sort", out, in_schema)
+            let out = build(input, ctx)?.run(ctx, &sort_sink(input, keys, None)?)?;
+            materialized("sort", out, input.schema())
         }
         LogicalPlan::Window {
             input,
@@ -216,6 +202,30 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             }
             let out = Batch::try_new(storage_schema(schema), columns, batch.num_rows())?;
             materialized("window", vec![out], schema)
+        }
+        LogicalPlan::Limit {
+            input,
+            skip,
+            fetch: Some(fetch),
+        } if matches!(input.as_ref(), LogicalPlan::Sort { .. }) => {
+            // ORDER BY ... LIMIT: a Top-K sort keeps only the rows the limit can reach.
+            let LogicalPlan::Sort {
+                input: sorted,
+                keys,
+            } = input.as_ref()
+            else {
+                unreachable!("matched above");
+            };
+            let sink = sort_sink(sorted, keys, Some(skip + fetch))?;
+            let top = build(sorted, ctx)?.run(ctx, &sink)?;
+            let out = materialized("top-k", top, input.schema()).run(
+                ctx,
+                &LimitSink {
+                    skip: *skip,
+                    fetch: Some(*fetch),
+                },
+            )?;
+            materialized("limit", out, input.schema())
         }
         LogicalPlan::Limit { input, skip, fetch } => {
             let out = build(input, ctx)?.run(
@@ -308,6 +318,28 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 None => pipe,
             }
         }
+    })
+}
+
+fn sort_sink(
+    input: &LogicalPlan,
+    keys: &[morsel_planner::SortExpr],
+    limit: Option<usize>,
+) -> ExecResult<SortSink> {
+    let in_schema = input.schema();
+    Ok(SortSink {
+        keys: keys
+            .iter()
+            .map(|k| {
+                Ok(SortKey {
+                    expr: compile(&k.expr, in_schema)?,
+                    asc: k.asc,
+                    nulls_first: k.nulls_first,
+                })
+            })
+            .collect::<ExecResult<_>>()?,
+        schema: storage_schema(in_schema),
+        limit,
     })
 }
 

@@ -8,13 +8,12 @@
 //! any frame costs O(log n). Partitions are independent and computed in parallel; results do
 //! not depend on the number of workers. Output rows keep the input order.
 
-use std::cmp::Ordering;
-
 use morsel_planner::{AggFunc, FrameBound, FrameUnits, WindowExpr, WindowFrame, WindowFunc};
 use morsel_storage::{Batch, Column, ColumnBuilder, DataType, PrimitiveBuilder, ScalarValue};
 use rayon::prelude::*;
 
 use super::keys::{hash_key, KeyInterner, RowKeys};
+use super::sort::{cmp_keys, KeyColumn};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
 use crate::kernels::compare::cmp_rows;
@@ -54,41 +53,6 @@ impl WindowSpec {
             ty,
         })
     }
-}
-
-/// Compares two rows on evaluated sort keys (direction and NULL placement applied).
-fn cmp_keys(keys: &[(Column, bool, bool)], a: usize, b: usize) -> Ordering {
-    for (c, asc, nulls_first) in keys {
-        let ord = match (c.is_valid(a), c.is_valid(b)) {
-            (true, true) => {
-                let o = cmp_rows(c, a, c, b);
-                if *asc {
-                    o
-                } else {
-                    o.reverse()
-                }
-            }
-            (false, false) => Ordering::Equal,
-            (false, true) => {
-                if *nulls_first {
-                    Ordering::Less
-                } else {
-                    Ordering::Greater
-                }
-            }
-            (true, false) => {
-                if *nulls_first {
-                    Ordering::Greater
-                } else {
-                    Ordering::Less
-                }
-            }
-        };
-        if ord != Ordering::Equal {
-            return ord;
-        }
-    }
-    Ordering::Equal
 }
 
 /// A segment tree over positions `0..n` combining values with `f` (a monoid with `None` as
@@ -154,7 +118,7 @@ pub fn evaluate(spec: &WindowSpec, batch: &Batch) -> ExecResult<Column> {
     }
     let eval = |e: &PhysExpr| e.evaluate(batch);
     let args = spec.args.iter().map(eval).collect::<ExecResult<Vec<_>>>()?;
-    let keys: Vec<(Column, bool, bool)> = spec
+    let keys: Vec<KeyColumn> = spec
         .order_by
         .iter()
         .map(|(e, asc, nf)| Ok((eval(e)?, *asc, *nf)))
@@ -207,7 +171,7 @@ pub fn evaluate(spec: &WindowSpec, batch: &Batch) -> ExecResult<Column> {
 struct Ctx<'a> {
     spec: &'a WindowSpec,
     args: &'a [Column],
-    keys: &'a [(Column, bool, bool)],
+    keys: &'a [KeyColumn],
     /// Row of each sorted position.
     order: &'a [u32],
 }
