@@ -107,6 +107,12 @@ impl LazyFrame {
             .to_string())
     }
 
+    /// Runs the query and returns what each pipeline stage did (EXPLAIN ANALYZE as data).
+    pub fn explain_analyze(&self) -> Result<crate::explain::QueryProfile> {
+        let plan = self.logical_plan()?;
+        Ok(crate::explain::run_profiled(&plan, self.session.threads())?.1)
+    }
+
     pub fn schema(&self) -> Result<SchemaRef> {
         Ok(std::sync::Arc::new(self.check()?.schema().to_schema()))
     }

@@ -20,17 +20,19 @@
 //! executor runs morsel by morsel on the shared worker pool.
 
 mod error;
+mod explain;
 mod format;
 mod lazy;
 mod session;
 mod statements;
 
 pub use error::{Error, Result};
+pub use explain::QueryProfile;
 pub use format::{render_json, render_table};
 pub use lazy::{GroupBy, LazyFrame, QueryResult};
 pub use session::Session;
 
-pub use morsel_executor::ExecContext;
+pub use morsel_executor::{ExecContext, PipelineStats, StageStats};
 pub use morsel_planner::{
     col, lit, lit_date, AggFunc, BinaryOp, Expr, JoinKind, LogicalPlan, ScalarFunc, SortExpr,
 };

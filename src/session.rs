@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use morsel_executor::ExecContext;
-use morsel_planner::{CsvFiles, MemTable, Optimizer, PlanBuilder, TableSource};
+use morsel_planner::{CsvFiles, MemTable, PlanBuilder, TableSource};
 use morsel_sql::{Catalog, SqlError, Statement};
 use morsel_storage::csv::{glob, CsvInput, CsvOptions, CsvReader};
-use morsel_storage::{Batch, Column, SchemaRef, Utf8Builder};
+use morsel_storage::{Batch, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::lazy::{LazyFrame, QueryResult};
@@ -232,48 +232,17 @@ impl Session {
         for stmt in &stmts {
             results.push(match morsel_sql::plan_statement(stmt, self)? {
                 Statement::Query(plan) => self.run_plan(plan)?,
-                Statement::Explain { plan, verbose } => explain_result(&plan, verbose)?,
+                Statement::Explain {
+                    plan,
+                    verbose,
+                    analyze,
+                    format,
+                } => crate::explain::explain(&plan, verbose, analyze, format, self.threads())?,
                 other => self.run_statement(other)?,
             });
         }
         Ok(results)
     }
-}
-
-/// EXPLAIN output as a one-column result, one row per line.
-fn explain_result(plan: &morsel_planner::LogicalPlan, verbose: bool) -> Result<QueryResult> {
-    let mut text = String::new();
-    if verbose {
-        text.push_str("Initial plan:\n");
-        text.push_str(&plan.to_string());
-    }
-    let mut trace = Vec::new();
-    let optimized = Optimizer::default().optimize(plan.clone(), Some(&mut trace))?;
-    if verbose {
-        for t in &trace {
-            text.push_str(&format!(
-                "After {} (pass {}):\n{}",
-                t.rule,
-                t.pass + 1,
-                t.plan
-            ));
-        }
-        text.push_str("Optimized plan:\n");
-    }
-    text.push_str(&optimized.to_string());
-    let mut b = Utf8Builder::default();
-    for line in text.lines() {
-        b.push(line);
-    }
-    let schema = Arc::new(morsel_storage::Schema::new(vec![
-        morsel_storage::Field::new("plan", morsel_storage::DataType::Utf8, false),
-    ]));
-    let col = Column::Utf8(b.finish());
-    let rows = col.len();
-    Ok(QueryResult::new(
-        schema.clone(),
-        vec![Batch::try_new(schema, vec![col], rows)?],
-    ))
 }
 
 impl Catalog for Session {

@@ -28,12 +28,41 @@ pub fn default_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// What one pipeline did: its source, how many morsels, and how many each worker took.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What one stage of a pipeline (its source, an operator, or its sink) did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageStats {
+    pub name: String,
+    /// The planner's row estimate for this stage's output, if it has one.
+    pub estimated_rows: Option<f64>,
+    /// Rows and batches the stage produced (for a sink: consumed).
+    pub rows: u64,
+    pub batches: u64,
+    /// Time spent in the stage by each worker (nanoseconds of wall time on that worker,
+    /// which is CPU time for these compute-bound stages).
+    pub busy_ns_per_worker: Vec<u64>,
+    /// Bytes read (sources only).
+    pub bytes: u64,
+}
+
+/// What one pipeline did: its stages, its morsels and how many each worker took, and how
+/// long it ran.
+#[derive(Clone, Debug, PartialEq)]
 pub struct PipelineStats {
     pub source: String,
     pub morsels: u64,
     pub morsels_per_worker: Vec<u64>,
+    /// Source, operators, then the sink's per-morsel consumption.
+    pub stages: Vec<StageStats>,
+    /// Time to merge the sink's partials, after the workers finished (single-threaded).
+    pub finish_ns: u64,
+    pub wall_ns: u64,
+}
+
+/// A stage's name and row estimate, given when the pipeline is built.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StageLabel {
+    pub name: String,
+    pub estimated_rows: Option<f64>,
 }
 
 /// Counters filled while a query runs (the base of EXPLAIN ANALYZE).

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use morsel_planner::{Expr, JoinKind, LogicalPlan, PlanSchema, TableSource};
 use morsel_storage::{Batch, Column, SchemaRef};
 
-use crate::context::ExecContext;
+use crate::context::{ExecContext, StageLabel};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compile, PhysExpr};
 use crate::operator::aggregate::{AggSpec, AggregateSink};
@@ -24,33 +24,59 @@ use crate::operator::sort::{SortKey, SortSink};
 use crate::operator::window::{self, WindowSpec};
 use crate::scheduler::{run_pipeline, Operator, Sink, Source};
 use crate::source::{CsvSource, MemorySource};
+use morsel_planner::optimizer::cardinality::estimate_rows;
 
-/// A pipeline under construction: a source and the streaming operators after it.
+/// A pipeline under construction: a source and the streaming operators after it, each with
+/// a label (name and the planner's row estimate) for EXPLAIN ANALYZE.
 struct Pipe {
     source: Box<dyn Source>,
     ops: Vec<Box<dyn Operator>>,
+    labels: Vec<StageLabel>,
     schema: PlanSchema,
 }
 
+fn label(name: impl Into<String>, node: Option<&LogicalPlan>) -> StageLabel {
+    StageLabel {
+        name: name.into(),
+        estimated_rows: node.map(estimate_rows),
+    }
+}
+
 impl Pipe {
-    fn run<S: Sink>(&self, ctx: &ExecContext, sink: &S) -> ExecResult<S::Output> {
-        run_pipeline(ctx, self.source.as_ref(), &self.ops, sink)
+    fn push(&mut self, op: Box<dyn Operator>, label: StageLabel) {
+        self.ops.push(op);
+        self.labels.push(label);
+    }
+
+    /// Runs the pipeline into `sink`; `input` is the plan node whose rows the sink consumes
+    /// (for its estimate).
+    fn run<S: Sink>(
+        &self,
+        ctx: &ExecContext,
+        sink: &S,
+        input: Option<&LogicalPlan>,
+    ) -> ExecResult<S::Output> {
+        let mut labels = self.labels.clone();
+        labels.push(label(sink.name(), input));
+        run_pipeline(ctx, self.source.as_ref(), &self.ops, sink, &labels)
     }
 }
 
 /// Runs `plan` and returns its result batches in order.
 pub fn execute(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
-    build(plan, ctx)?.run(ctx, &CollectSink)
+    build(plan, ctx)?.run(ctx, &CollectSink, Some(plan))
 }
 
 fn storage_schema(s: &PlanSchema) -> SchemaRef {
     Arc::new(s.to_schema())
 }
 
-fn materialized(name: &str, batches: Vec<Batch>, schema: &PlanSchema) -> Pipe {
+/// A pipeline reading the materialized output of plan node `node` (a pipeline breaker).
+fn materialized(name: &str, batches: Vec<Batch>, schema: &PlanSchema, node: &LogicalPlan) -> Pipe {
     Pipe {
         source: Box::new(MemorySource::new(name, Arc::new(batches))),
         ops: Vec::new(),
+        labels: vec![label(format!("Read {name} result"), Some(node))],
         schema: schema.clone(),
     }
 }
@@ -93,23 +119,38 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     ))
                 }
             };
-            let mut ops: Vec<Box<dyn Operator>> = Vec::new();
-            if let Some(pred) = Expr::conjunction(scan.filters.clone()) {
-                ops.push(Box::new(FilterOp {
-                    predicate: compile(&pred, &scan.schema)?,
-                }));
-            }
-            Pipe {
+            // The source's rows are before the pushed-down filter; the filter's after it.
+            let unfiltered = LogicalPlan::Scan(morsel_planner::Scan {
+                filters: Vec::new(),
+                ..scan.clone()
+            });
+            let mut pipe = Pipe {
+                labels: vec![label(
+                    format!("Scan {} {}", source_kind(&scan.source), scan.table),
+                    Some(&unfiltered),
+                )],
                 source,
-                ops,
+                ops: Vec::new(),
                 schema: scan.schema.clone(),
+            };
+            if let Some(pred) = Expr::conjunction(scan.filters.clone()) {
+                pipe.push(
+                    Box::new(FilterOp {
+                        predicate: compile(&pred, &scan.schema)?,
+                    }),
+                    label(format!("Filter (pushed into the scan): {pred}"), Some(plan)),
+                );
             }
+            pipe
         }
         LogicalPlan::Filter { input, predicate } => {
             let mut pipe = build(input, ctx)?;
-            pipe.ops.push(Box::new(FilterOp {
-                predicate: compile(predicate, input.schema())?,
-            }));
+            pipe.push(
+                Box::new(FilterOp {
+                    predicate: compile(predicate, input.schema())?,
+                }),
+                label(format!("Filter: {predicate}"), Some(plan)),
+            );
             pipe
         }
         LogicalPlan::Projection {
@@ -122,10 +163,13 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 .iter()
                 .map(|e| compile(e, input.schema()))
                 .collect::<ExecResult<_>>()?;
-            pipe.ops.push(Box::new(ProjectOp {
-                exprs,
-                schema: storage_schema(schema),
-            }));
+            pipe.push(
+                Box::new(ProjectOp {
+                    exprs,
+                    schema: storage_schema(schema),
+                }),
+                label("Projection", Some(plan)),
+            );
             pipe.schema = schema.clone();
             pipe
         }
@@ -156,8 +200,8 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     .collect::<ExecResult<_>>()?,
                 schema: storage_schema(schema),
             };
-            let out = build(input, ctx)?.run(ctx, &sink)?;
-            materialized("aggregate", out, schema)
+            let out = build(input, ctx)?.run(ctx, &sink, Some(input))?;
+            materialized("aggregate", out, schema, plan)
         }
         LogicalPlan::Distinct { input } => {
             let in_schema = input.schema();
@@ -167,12 +211,12 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 aggs: Vec::new(),
                 schema: storage_schema(in_schema),
             };
-            let out = build(input, ctx)?.run(ctx, &sink)?;
-            materialized("distinct", out, in_schema)
+            let out = build(input, ctx)?.run(ctx, &sink, Some(input))?;
+            materialized("distinct", out, in_schema, plan)
         }
         LogicalPlan::Sort { input, keys } => {
-            let out = build(input, ctx)?.run(ctx, &sort_sink(input, keys, None)?)?;
-            materialized("sort", out, input.schema())
+            let out = build(input, ctx)?.run(ctx, &sort_sink(input, keys, None)?, Some(input))?;
+            materialized("sort", out, input.schema(), plan)
         }
         LogicalPlan::Window {
             input,
@@ -193,7 +237,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     ))),
                 })
                 .collect::<ExecResult<Vec<_>>>()?;
-            let rows = build(input, ctx)?.run(ctx, &CollectSink)?;
+            let rows = build(input, ctx)?.run(ctx, &CollectSink, Some(input))?;
             let input_schema = storage_schema(in_schema);
             let batch = Batch::concat(input_schema.clone(), &relabel(rows, &input_schema)?)?;
             let mut columns = batch.columns().to_vec();
@@ -201,7 +245,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 columns.push(window::evaluate(spec, &batch)?);
             }
             let out = Batch::try_new(storage_schema(schema), columns, batch.num_rows())?;
-            materialized("window", vec![out], schema)
+            materialized("window", vec![out], schema, plan)
         }
         LogicalPlan::Limit {
             input,
@@ -217,15 +261,16 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 unreachable!("matched above");
             };
             let sink = sort_sink(sorted, keys, Some(skip + fetch))?;
-            let top = build(sorted, ctx)?.run(ctx, &sink)?;
-            let out = materialized("top-k", top, input.schema()).run(
+            let top = build(sorted, ctx)?.run(ctx, &sink, Some(sorted))?;
+            let out = materialized("top-k", top, input.schema(), input).run(
                 ctx,
                 &LimitSink {
                     skip: *skip,
                     fetch: Some(*fetch),
                 },
+                Some(plan),
             )?;
-            materialized("limit", out, input.schema())
+            materialized("limit", out, input.schema(), plan)
         }
         LogicalPlan::Limit { input, skip, fetch } => {
             let out = build(input, ctx)?.run(
@@ -234,19 +279,20 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     skip: *skip,
                     fetch: *fetch,
                 },
+                Some(plan),
             )?;
-            materialized("limit", out, input.schema())
+            materialized("limit", out, input.schema(), plan)
         }
         LogicalPlan::Union { inputs, schema } => {
             let target = storage_schema(schema);
             let mut all = Vec::new();
             for input in inputs {
                 all.extend(relabel(
-                    build(input, ctx)?.run(ctx, &CollectSink)?,
+                    build(input, ctx)?.run(ctx, &CollectSink, Some(input))?,
                     &target,
                 )?);
             }
-            materialized("union", all, schema)
+            materialized("union", all, schema, plan)
         }
         LogicalPlan::Values { rows, schema } => {
             let target = storage_schema(schema);
@@ -261,7 +307,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     .collect::<ExecResult<Vec<_>>>()?;
                 batches.push(Batch::try_new(target.clone(), cols, 1)?);
             }
-            materialized("values", batches, schema)
+            materialized("values", batches, schema, plan)
         }
         LogicalPlan::Join {
             left,
@@ -279,7 +325,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 .iter()
                 .map(|(l, _)| compile(l, left.schema()))
                 .collect::<ExecResult<_>>()?;
-            let build_side = build(right, ctx)?.run(ctx, &CollectSink)?;
+            let build_side = build(right, ctx)?.run(ctx, &CollectSink, Some(right))?;
             let build_batch = Batch::concat(
                 storage_schema(right.schema()),
                 &relabel(build_side, &storage_schema(right.schema()))?,
@@ -290,35 +336,54 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             let matched = tracks_build.then(|| Arc::new(MatchedRows::new(table.num_rows())));
             let mut pipe = build(left, ctx)?;
             let out_schema = storage_schema(schema);
-            pipe.ops.push(Box::new(HashProbeOp {
-                table: table.clone(),
-                probe_keys,
-                kind: *kind,
-                filter: filter
-                    .as_ref()
-                    .map(|f| compile(f, &pair_schema))
-                    .transpose()?,
-                pair_schema: storage_schema(&pair_schema),
-                schema: out_schema.clone(),
-                matched: matched.clone(),
-            }));
+            let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
+            pipe.push(
+                Box::new(HashProbeOp {
+                    table: table.clone(),
+                    probe_keys,
+                    kind: *kind,
+                    filter: filter
+                        .as_ref()
+                        .map(|f| compile(f, &pair_schema))
+                        .transpose()?,
+                    pair_schema: storage_schema(&pair_schema),
+                    schema: out_schema.clone(),
+                    matched: matched.clone(),
+                }),
+                label(
+                    format!(
+                        "HashJoin {} probe on=[{}] (build: {} rows)",
+                        kind.name(),
+                        keys.join(", "),
+                        table.num_rows()
+                    ),
+                    Some(plan),
+                ),
+            );
             pipe.schema = schema.clone();
             match matched {
                 // Right and full joins end once every probe row has been seen: the build rows
                 // nothing matched follow the probe output, in build order.
                 Some(matched) => {
-                    let mut out = relabel(pipe.run(ctx, &CollectSink)?, &out_schema)?;
+                    let mut out = relabel(pipe.run(ctx, &CollectSink, Some(plan))?, &out_schema)?;
                     out.push(table.unmatched(
                         &matched,
                         &storage_schema(left.schema()),
                         &out_schema,
                     )?);
-                    materialized("join", out, schema)
+                    materialized("join", out, schema, plan)
                 }
                 None => pipe,
             }
         }
     })
+}
+
+fn source_kind(source: &TableSource) -> &'static str {
+    match source {
+        TableSource::Csv(_) => "csv",
+        TableSource::Memory(_) => "memory",
+    }
 }
 
 fn sort_sink(

@@ -9,11 +9,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use morsel_storage::csv::Block;
 use morsel_storage::Batch;
 
-use crate::context::{pool, ExecContext, PipelineStats};
+use crate::context::{pool, ExecContext, PipelineStats, StageLabel, StageStats};
 use crate::error::{ExecError, ExecResult};
 
 /// A unit of work: a sequence number (its place in the source's order) and what to read.
@@ -38,6 +39,10 @@ pub enum MorselData {
 pub trait Source: Send + Sync {
     /// Describes the source for metrics and EXPLAIN.
     fn name(&self) -> String;
+    /// Bytes a morsel covers in the input (CSV blocks), for throughput metrics.
+    fn morsel_bytes(&self, _morsel: &Morsel) -> u64 {
+        0
+    }
     /// The next morsel from the shared cursor, in increasing `seq` order.
     fn next_morsel(&self) -> ExecResult<Option<Morsel>>;
     /// Reads a morsel's batches.
@@ -54,23 +59,71 @@ pub trait Operator: Send + Sync {
 pub trait Sink: Sync {
     type Partial: Send;
     type Output;
+    fn name(&self) -> &'static str;
     fn consume(&self, seq: u64, batches: Vec<Batch>) -> ExecResult<Self::Partial>;
     /// `partials` arrive sorted by morsel sequence number.
     fn finish(&self, partials: Vec<Self::Partial>) -> ExecResult<Self::Output>;
 }
 
-/// Runs a pipeline to completion on `ctx.threads` workers.
+/// Per-stage counters, updated by every worker.
+struct StageCounters {
+    rows: AtomicU64,
+    batches: AtomicU64,
+    bytes: AtomicU64,
+    busy_ns: Vec<AtomicU64>,
+}
+
+impl StageCounters {
+    fn new(workers: usize) -> Self {
+        Self {
+            rows: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            busy_ns: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn add(&self, worker: usize, rows: usize, batches: usize, since: Instant) {
+        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        self.batches.fetch_add(batches as u64, Ordering::Relaxed);
+        self.busy_ns[worker].fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn stats(&self, label: &StageLabel) -> StageStats {
+        StageStats {
+            name: label.name.clone(),
+            estimated_rows: label.estimated_rows,
+            rows: self.rows.load(Ordering::Relaxed),
+            batches: self.batches.load(Ordering::Relaxed),
+            busy_ns_per_worker: self
+                .busy_ns
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect(),
+            bytes: self.bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Runs a pipeline to completion on `ctx.threads` workers. `labels` name the stages (source,
+/// each operator, sink) for the metrics; missing ones are named after the stage.
 pub fn run_pipeline<S: Sink>(
     ctx: &ExecContext,
     source: &dyn Source,
     operators: &[Box<dyn Operator>],
     sink: &S,
+    labels: &[StageLabel],
 ) -> ExecResult<S::Output> {
+    let started = Instant::now();
     let partials: Mutex<Vec<(u64, S::Partial)>> = Mutex::new(Vec::new());
     let first_error: Mutex<Option<(u64, ExecError)>> = Mutex::new(None);
     // Morsels after a failed one need not run: only lower ones can still report an error.
     let stop_after = AtomicU64::new(u64::MAX);
     let per_worker: Vec<AtomicU64> = (0..ctx.threads).map(|_| AtomicU64::new(0)).collect();
+    // Source, operators, sink.
+    let counters: Vec<StageCounters> = (0..operators.len() + 2)
+        .map(|_| StageCounters::new(ctx.threads))
+        .collect();
 
     let record = |seq: u64, e: ExecError| {
         stop_after.fetch_min(seq, Ordering::SeqCst);
@@ -85,6 +138,7 @@ pub fn run_pipeline<S: Sink>(
             record(0, ExecError::Cancelled);
             return;
         }
+        let t = Instant::now();
         let morsel = match source.next_morsel() {
             Ok(Some(m)) => m,
             Ok(None) => return,
@@ -96,17 +150,32 @@ pub fn run_pipeline<S: Sink>(
             return;
         }
         per_worker[worker].fetch_add(1, Ordering::Relaxed);
+        counters[0]
+            .bytes
+            .fetch_add(source.morsel_bytes(&morsel), Ordering::Relaxed);
         let result = source.read(morsel, ctx).and_then(|batches| {
+            counters[0].add(
+                worker,
+                batches.iter().map(Batch::num_rows).sum(),
+                batches.len(),
+                t,
+            );
             let mut out = Vec::with_capacity(batches.len());
             for mut batch in batches {
-                for op in operators {
+                for (i, op) in operators.iter().enumerate() {
+                    let t = Instant::now();
                     batch = op.execute(batch)?;
+                    counters[i + 1].add(worker, batch.num_rows(), 1, t);
                 }
                 if batch.num_rows() > 0 {
                     out.push(batch);
                 }
             }
-            sink.consume(seq, out)
+            let t = Instant::now();
+            let (rows, n) = (out.iter().map(Batch::num_rows).sum(), out.len());
+            let partial = sink.consume(seq, out);
+            counters[operators.len() + 1].add(worker, rows, n, t);
+            partial
         });
         match result {
             Ok(p) => partials.lock().expect("partials").push((seq, p)),
@@ -129,6 +198,29 @@ pub fn run_pipeline<S: Sink>(
         .iter()
         .map(|c| c.load(Ordering::Relaxed))
         .collect();
+    let label = |i: usize, default: String| {
+        labels.get(i).cloned().unwrap_or(StageLabel {
+            name: default,
+            estimated_rows: None,
+        })
+    };
+    let mut stages = vec![counters[0].stats(&label(0, source.name()))];
+    for (i, op) in operators.iter().enumerate() {
+        stages.push(counters[i + 1].stats(&label(i + 1, op.name().to_string())));
+    }
+    let sink_stage = operators.len() + 1;
+    stages.push(counters[sink_stage].stats(&label(sink_stage, sink.name().to_string())));
+    let finish_start = Instant::now();
+    let result = match first_error.into_inner().expect("error slot") {
+        Some((_, e)) => Err(e),
+        None => {
+            let mut partials = partials.into_inner().expect("partials");
+            partials.sort_by_key(|(seq, _)| *seq);
+            sink.finish(partials.into_iter().map(|(_, p)| p).collect())
+        }
+    };
+    let finish_ns = finish_start.elapsed().as_nanos() as u64;
+    let finished = started.elapsed();
     ctx.metrics
         .pipelines
         .lock()
@@ -137,11 +229,9 @@ pub fn run_pipeline<S: Sink>(
             source: source.name(),
             morsels: counts.iter().sum(),
             morsels_per_worker: counts,
+            stages,
+            finish_ns,
+            wall_ns: finished.as_nanos() as u64,
         });
-    if let Some((_, e)) = first_error.into_inner().expect("error slot") {
-        return Err(e);
-    }
-    let mut partials = partials.into_inner().expect("partials");
-    partials.sort_by_key(|(seq, _)| *seq);
-    sink.finish(partials.into_iter().map(|(_, p)| p).collect())
+    result
 }

@@ -113,6 +113,13 @@ impl Source for CsvSource {
         format!("csv {}", self.name)
     }
 
+    fn morsel_bytes(&self, morsel: &Morsel) -> u64 {
+        match &morsel.data {
+            MorselData::Csv { block, .. } => block.data.len() as u64,
+            MorselData::Rows { .. } => 0,
+        }
+    }
+
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
         let mut c = self.cursor.lock().expect("splitter");
         loop {

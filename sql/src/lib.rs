@@ -14,7 +14,7 @@ mod error;
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::parser::Parser;
 
-pub use binder::{plan_statement, DropKind, Statement};
+pub use binder::{plan_statement, DropKind, ExplainFormat, Statement};
 pub use catalog::Catalog;
 pub use error::{SqlError, SqlErrorKind};
 pub use sqlparser::ast;

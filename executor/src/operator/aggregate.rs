@@ -65,6 +65,10 @@ impl Sink for AggregateSink {
     type Partial = Partial;
     type Output = Vec<Batch>;
 
+    fn name(&self) -> &'static str {
+        "HashAggregate"
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Partial> {
         let mut t = self.new_table()?;
         for batch in &batches {

@@ -11,6 +11,10 @@ impl Sink for CollectSink {
     type Partial = Vec<Batch>;
     type Output = Vec<Batch>;
 
+    fn name(&self) -> &'static str {
+        "Collect"
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         Ok(batches)
     }

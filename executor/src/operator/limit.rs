@@ -14,6 +14,10 @@ impl Sink for LimitSink {
     type Partial = Vec<Batch>;
     type Output = Vec<Batch>;
 
+    fn name(&self) -> &'static str {
+        "Limit"
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         Ok(batches)
     }

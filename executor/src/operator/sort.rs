@@ -93,6 +93,14 @@ impl Sink for SortSink {
     type Partial = Vec<Batch>;
     type Output = Vec<Batch>;
 
+    fn name(&self) -> &'static str {
+        if self.limit.is_some() {
+            "TopK"
+        } else {
+            "Sort"
+        }
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         match self.limit {
             // Top-K: each morsel keeps only its own first k rows.

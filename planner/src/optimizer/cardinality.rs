@@ -24,12 +24,14 @@ pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
         | LogicalPlan::Window { input, .. }
         | LogicalPlan::SubqueryAlias { input, .. } => estimate_rows(input),
         LogicalPlan::Aggregate { input, group, .. } => {
+            let rows = estimate_rows(input);
             if group.is_empty() {
-                1.0
-            } else {
-                // A guess: groups are a tenth of the rows (at least one).
-                (estimate_rows(input) / 10.0).max(1.0)
+                return 1.0;
             }
+            // Groups: the product of the keys' distinct counts, at most the input's rows;
+            // without statistics, a tenth of the rows.
+            let distinct: Option<f64> = group.iter().map(|g| expr_distinct(g, input)).product();
+            distinct.map_or(rows / 10.0, |d| d.min(rows)).max(1.0)
         }
         LogicalPlan::Distinct { input } => (estimate_rows(input) / 2.0).max(1.0),
         LogicalPlan::Limit { input, skip, fetch } => {

@@ -15,7 +15,7 @@ use morsel_planner::LogicalPlan;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
 
-pub use statement::{DropKind, Statement};
+pub use statement::{DropKind, ExplainFormat, Statement};
 
 use crate::catalog::Catalog;
 use crate::error::SqlError;
@@ -31,6 +31,7 @@ pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<St
             verbose,
             format,
             describe_alias,
+            options,
             ..
         } => {
             let ast::Statement::Query(q) = statement.as_ref() else {
@@ -43,18 +44,53 @@ pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<St
             if *describe_alias == ast::DescribeAlias::Describe {
                 return Ok(Statement::Describe(binder.query(q)?.schema().clone()));
             }
-            if *analyze {
-                return Err(SqlError::unsupported("EXPLAIN ANALYZE").at(stmt.span()));
+            let (mut analyze, mut verbose) = (*analyze, *verbose);
+            let mut format = match format {
+                None => ExplainFormat::Text,
+                Some(
+                    ast::AnalyzeFormatKind::Keyword(f) | ast::AnalyzeFormatKind::Assignment(f),
+                ) => explain_format(&f.to_string())?,
+            };
+            // The PostgreSQL form: EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) query.
+            for o in options.iter().flatten() {
+                let on = !matches!(
+                    &o.arg,
+                    Some(ast::Expr::Value(v)) if v.value == ast::Value::Boolean(false)
+                );
+                match o.name.value.to_ascii_lowercase().as_str() {
+                    "analyze" => analyze = on,
+                    "verbose" => verbose = on,
+                    "format" => {
+                        let arg = o.arg.as_ref().map(|a| a.to_string()).unwrap_or_default();
+                        format = explain_format(&arg)?;
+                    }
+                    other => {
+                        return Err(SqlError::unsupported(format!("the EXPLAIN option {other}")))
+                    }
+                }
             }
-            if format.is_some() {
-                return Err(SqlError::unsupported("EXPLAIN FORMAT").at(stmt.span()));
+            if format == ExplainFormat::Graphviz && analyze {
+                return Err(SqlError::unsupported("EXPLAIN ANALYZE FORMAT GRAPHVIZ"));
             }
             Ok(Statement::Explain {
                 plan: binder.query(q)?.build(),
-                verbose: *verbose,
+                verbose,
+                analyze,
+                format,
             })
         }
         other => binder.statement(other),
+    }
+}
+
+fn explain_format(name: &str) -> Result<ExplainFormat, SqlError> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "text" => Ok(ExplainFormat::Text),
+        "json" => Ok(ExplainFormat::Json),
+        "graphviz" | "dot" => Ok(ExplainFormat::Graphviz),
+        other => Err(SqlError::unsupported(format!(
+            "EXPLAIN FORMAT {other} (TEXT, JSON or GRAPHVIZ)"
+        ))),
     }
 }
 

@@ -13,6 +13,14 @@ use super::types::sql_type;
 use super::Binder;
 use crate::error::SqlError;
 
+/// The output form of EXPLAIN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+    Graphviz,
+}
+
 /// What DROP removes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropKind {
@@ -24,10 +32,13 @@ pub enum DropKind {
 #[derive(Debug)]
 pub enum Statement {
     Query(LogicalPlan),
-    /// `EXPLAIN [VERBOSE] query`: show the plan instead of running it.
+    /// `EXPLAIN [ANALYZE] [VERBOSE] [FORMAT ...] query`: the plan, or (ANALYZE) a run of the
+    /// query with what each stage did.
     Explain {
         plan: LogicalPlan,
         verbose: bool,
+        analyze: bool,
+        format: ExplainFormat,
     },
     /// `DESCRIBE table` / `DESCRIBE query`: the columns and their types.
     Describe(PlanSchema),

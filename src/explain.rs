@@ -1,0 +1,544 @@
+//! The EXPLAIN family: the optimized plan with row estimates (EXPLAIN), the plan after each
+//! optimizer rule (VERBOSE), and a run of the query with what every pipeline stage did
+//! (ANALYZE): estimated vs actual rows, CPU time per worker (min / median / max), morsels per
+//! worker, scan throughput, and tuning hints derived from those numbers. As text (at most
+//! 100 columns) or JSON (for tools).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use morsel_executor::{ExecContext, PipelineStats, StageStats};
+use morsel_planner::optimizer::cardinality::estimate_rows;
+use morsel_planner::{LogicalPlan, Optimizer};
+use morsel_sql::ExplainFormat;
+use morsel_storage::{Batch, Column, DataType, Field, Schema, Utf8Builder};
+
+use crate::error::Result;
+use crate::lazy::QueryResult;
+
+/// What one run of a query did, stage by stage (the data behind EXPLAIN ANALYZE).
+#[derive(Clone, Debug)]
+pub struct QueryProfile {
+    pub threads: usize,
+    pub optimize_time: Duration,
+    pub wall_time: Duration,
+    pub result_rows: usize,
+    /// In the order they ran (inputs before the pipelines that read them).
+    pub pipelines: Vec<PipelineStats>,
+}
+
+impl QueryProfile {
+    /// CPU time of every stage on every worker.
+    pub fn cpu_time(&self) -> Duration {
+        Duration::from_nanos(
+            self.pipelines
+                .iter()
+                .flat_map(|p| &p.stages)
+                .flat_map(|s| &s.busy_ns_per_worker)
+                .sum::<u64>()
+                + self.pipelines.iter().map(|p| p.finish_ns).sum::<u64>(),
+        )
+    }
+
+    /// Tuning hints, each derived from measured numbers.
+    pub fn hints(&self) -> Vec<String> {
+        let mut hints = Vec::new();
+        let total = self.cpu_time().as_nanos().max(1) as f64;
+        for (n, p) in self.pipelines.iter().enumerate() {
+            for s in &p.stages {
+                if let Some(est) = s.estimated_rows {
+                    let actual = s.rows as f64;
+                    let ratio =
+                        (actual.max(1.0) / est.max(1.0)).max(est.max(1.0) / actual.max(1.0));
+                    if ratio >= 10.0 && actual.max(est) >= 1000.0 {
+                        let why = if s.name.starts_with("HashJoin") {
+                            "; the join order and build side were chosen on estimates like this"
+                        } else if s.name.starts_with("Filter") || s.name.starts_with("Scan") {
+                            "; predicate selectivities are fixed guesses (no histograms yet)"
+                        } else {
+                            ""
+                        };
+                        hints.push(format!(
+                            "estimate off by {ratio:.0}x at {} (pipeline {}): {} estimated, {} \
+                             actual{why}",
+                            short(&s.name, 48),
+                            n + 1,
+                            count(est),
+                            count(actual)
+                        ));
+                    }
+                }
+            }
+            let morsels: u64 = p.morsels_per_worker.iter().sum();
+            let most = p.morsels_per_worker.iter().copied().max().unwrap_or(0);
+            if p.morsels_per_worker.len() > 1 && morsels >= 8 && most as f64 >= 0.9 * morsels as f64
+            {
+                hints.push(format!(
+                    "one worker took {:.0}% of the morsels in pipeline {} ({}): its input has \
+                     too few morsels to spread, or the other workers were busy elsewhere",
+                    100.0 * most as f64 / morsels as f64,
+                    n + 1,
+                    short(&p.source, 40)
+                ));
+            }
+            if let Some(scan) = p.stages.first().filter(|s| s.bytes > 0) {
+                let share = stage_cpu(scan) as f64 / total;
+                if share >= 0.5 {
+                    hints.push(format!(
+                        "{:.0}% of CPU time is decoding CSV ({}): the scan is the floor for this \
+                         query; fewer columns or a more selective pushed filter cut it, \
+                         loading the table into memory once (CREATE TABLE ... AS) removes it",
+                        100.0 * share,
+                        short(&scan.name, 40)
+                    ));
+                }
+            }
+        }
+        hints
+    }
+}
+
+fn stage_cpu(s: &StageStats) -> u64 {
+    s.busy_ns_per_worker.iter().sum()
+}
+
+/// Runs `plan` (as bound) and returns its result and profile.
+pub(crate) fn run_profiled(
+    plan: &LogicalPlan,
+    threads: usize,
+) -> Result<(QueryResult, QueryProfile)> {
+    let start = Instant::now();
+    let optimized = Optimizer::default().optimize(plan.clone(), None)?;
+    let optimize_time = start.elapsed();
+    let ctx = ExecContext::new(threads);
+    let run = Instant::now();
+    let batches = morsel_executor::execute(&optimized, &ctx)?;
+    let wall_time = run.elapsed();
+    let schema = Arc::new(optimized.schema().to_schema());
+    let pipelines = ctx.metrics.pipelines.lock().expect("metrics").clone();
+    let result = QueryResult::new(schema, batches);
+    let profile = QueryProfile {
+        threads,
+        optimize_time,
+        wall_time,
+        result_rows: result.num_rows(),
+        pipelines,
+    };
+    Ok((result, profile))
+}
+
+/// `EXPLAIN [ANALYZE] [VERBOSE] [FORMAT ...]` as a one-column result (`plan`), one row per line.
+pub(crate) fn explain(
+    plan: &LogicalPlan,
+    verbose: bool,
+    analyze: bool,
+    format: ExplainFormat,
+    threads: usize,
+) -> Result<QueryResult> {
+    let text = match (analyze, format) {
+        (true, ExplainFormat::Json) => profile_json(&run_profiled(plan, threads)?.1),
+        (true, _) => {
+            let (_, profile) = run_profiled(plan, threads)?;
+            let mut t = String::new();
+            if verbose {
+                t.push_str(&plan_text(plan, true)?);
+                t.push('\n');
+            }
+            t.push_str(&profile_text(&profile));
+            t
+        }
+        (false, ExplainFormat::Json) => {
+            let optimized = Optimizer::default().optimize(plan.clone(), None)?;
+            plan_json(&optimized)
+        }
+        (false, ExplainFormat::Graphviz) => {
+            let optimized = Optimizer::default().optimize(plan.clone(), None)?;
+            plan_dot(&optimized)
+        }
+        (false, ExplainFormat::Text) => plan_text(plan, verbose)?,
+    };
+    let mut b = Utf8Builder::default();
+    for line in text.lines() {
+        b.push(line);
+    }
+    let schema = Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]));
+    let col = Column::Utf8(b.finish());
+    let rows = col.len();
+    Ok(QueryResult::new(
+        schema.clone(),
+        vec![Batch::try_new(schema, vec![col], rows)?],
+    ))
+}
+
+/// The optimized plan with each node's estimated rows; with `verbose`, first the plan as
+/// bound and then, for each rule application that changed it, the lines that changed.
+fn plan_text(plan: &LogicalPlan, verbose: bool) -> Result<String> {
+    let mut trace = Vec::new();
+    let optimized = Optimizer::default().optimize(plan.clone(), Some(&mut trace))?;
+    let mut text = String::new();
+    if verbose {
+        text.push_str("Initial plan:\n");
+        text.push_str(&plan.to_string());
+        let mut before = plan.to_string();
+        let names = Optimizer::default().rule_names();
+        for t in &trace {
+            let _ = writeln!(
+                text,
+                "\n{} (pass {}, {:.1} us) changed:",
+                t.rule,
+                t.pass + 1,
+                t.elapsed.as_secs_f64() * 1e6
+            );
+            text.push_str(&line_diff(&before, &t.plan));
+            before = t.plan.clone();
+        }
+        let unchanged: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !trace.iter().any(|t| t.rule == *n))
+            .collect();
+        if !unchanged.is_empty() {
+            let _ = writeln!(
+                text,
+                "\nRules that changed nothing: {}",
+                unchanged.join(", ")
+            );
+        }
+        text.push_str("\nOptimized plan:\n");
+    }
+    annotate(&optimized, 0, &mut text);
+    Ok(text)
+}
+
+/// The lines of `after` not in `before` (+) and of `before` not in `after` (-), in order.
+fn line_diff(before: &str, after: &str) -> String {
+    let (b, a): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    let mut out = String::new();
+    for l in &b {
+        if !a.contains(l) {
+            let _ = writeln!(out, "- {l}");
+        }
+    }
+    for l in &a {
+        if !b.contains(l) {
+            let _ = writeln!(out, "+ {l}");
+        }
+    }
+    out
+}
+
+/// The plan tree with `(~N rows)` after each node.
+fn annotate(plan: &LogicalPlan, depth: usize, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "{}{}  (~{} rows)",
+        "  ".repeat(depth),
+        plan.node_line(),
+        count(estimate_rows(plan))
+    );
+    for c in plan.children() {
+        annotate(c, depth + 1, out);
+    }
+}
+
+/// `1234567` as `1.2M`, small counts exactly.
+fn count(n: f64) -> String {
+    let n = n.max(0.0);
+    if n < 10_000.0 {
+        format!("{}", n.round() as u64)
+    } else if n < 10_000_000.0 {
+        format!("{:.1}K", n / 1e3)
+    } else if n < 10_000_000_000.0 {
+        format!("{:.1}M", n / 1e6)
+    } else {
+        format!("{:.1}G", n / 1e9)
+    }
+}
+
+fn time(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.0} us", s * 1e6)
+    }
+}
+
+fn bytes(n: u64) -> String {
+    let n = n as f64;
+    if n >= 1e9 {
+        format!("{:.1} GB", n / 1e9)
+    } else if n >= 1e6 {
+        format!("{:.1} MB", n / 1e6)
+    } else {
+        format!("{:.1} KB", n / 1e3)
+    }
+}
+
+fn short(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max - 3).collect();
+        t.push_str("...");
+        t
+    }
+}
+
+/// min / median / max of the per-worker busy times.
+fn spread(ns: &[u64]) -> String {
+    let mut v = ns.to_vec();
+    v.sort_unstable();
+    match v.as_slice() {
+        [] => String::new(),
+        [one] => time(*one),
+        _ => format!(
+            "{} / {} / {}",
+            time(v[0]),
+            time(v[v.len() / 2]),
+            time(v[v.len() - 1])
+        ),
+    }
+}
+
+fn profile_text(p: &QueryProfile) -> String {
+    let mut t = String::new();
+    let cpu = p.cpu_time();
+    let _ = writeln!(
+        t,
+        "EXPLAIN ANALYZE: {} rows in {} wall, {} CPU on {} thread{}; optimizing {}",
+        p.result_rows,
+        time(p.wall_time.as_nanos() as u64),
+        time(cpu.as_nanos() as u64),
+        p.threads,
+        if p.threads == 1 { "" } else { "s" },
+        time(p.optimize_time.as_nanos() as u64),
+    );
+    let scan_ns: u64 = p
+        .pipelines
+        .iter()
+        .filter_map(|pl| pl.stages.first())
+        .filter(|s| s.bytes > 0)
+        .map(stage_cpu)
+        .sum();
+    if scan_ns > 0 {
+        let _ = writeln!(
+            t,
+            "CSV decoding: {} CPU ({:.0}% of all CPU time): the floor for any query over these files",
+            time(scan_ns),
+            100.0 * scan_ns as f64 / cpu.as_nanos().max(1) as f64
+        );
+    }
+    for (n, pl) in p.pipelines.iter().enumerate() {
+        let per_worker: Vec<String> = pl.morsels_per_worker.iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            t,
+            "\nPipeline {} of {}: {} wall, {} morsels (per worker: {}), merge {}",
+            n + 1,
+            p.pipelines.len(),
+            time(pl.wall_ns),
+            pl.morsels,
+            per_worker.join(" / "),
+            time(pl.finish_ns)
+        );
+        let _ = writeln!(
+            t,
+            "  {:<34} {:>7} {:>7} {:>5} {:>9}  per worker min / med / max",
+            "stage", "est", "rows", "off", "CPU"
+        );
+        let last = pl.stages.len().saturating_sub(1);
+        for (i, s) in pl.stages.iter().enumerate() {
+            let name = if i == last {
+                format!("-> {} (sink)", s.name)
+            } else {
+                s.name.clone()
+            };
+            let est = s.estimated_rows.map_or("-".to_string(), count);
+            let flag = match s.estimated_rows {
+                Some(e) => {
+                    let a = s.rows as f64;
+                    let r = (a.max(1.0) / e.max(1.0)).max(e.max(1.0) / a.max(1.0));
+                    if r >= 10.0 {
+                        format!("{r:.0}x!")
+                    } else {
+                        String::new()
+                    }
+                }
+                None => String::new(),
+            };
+            let _ = writeln!(
+                t,
+                "  {:<34} {:>7} {:>7} {:>5} {:>9}  {}",
+                short(&name, 34),
+                est,
+                count(s.rows as f64),
+                flag,
+                time(stage_cpu(s)),
+                spread(&s.busy_ns_per_worker)
+            );
+            if s.bytes > 0 {
+                let secs = stage_cpu(s) as f64 / 1e9;
+                let _ = writeln!(
+                    t,
+                    "    read {} ({:.0} MB/s of decode per busy worker-second), {} batches",
+                    bytes(s.bytes),
+                    if secs > 0.0 {
+                        s.bytes as f64 / 1e6 / secs
+                    } else {
+                        0.0
+                    },
+                    s.batches
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        t,
+        "\nSemantics: float sums add in morsel order (identical at any thread count);\n  \
+         `/` on integers gives DOUBLE, `//` divides integers; integer overflow is an error."
+    );
+    let hints = p.hints();
+    if !hints.is_empty() {
+        let _ = writeln!(t, "Hints:");
+        for h in hints {
+            let mut line = String::from("  -");
+            for word in h.split(' ') {
+                if line.chars().count() + word.chars().count() + 1 > 98 {
+                    let _ = writeln!(t, "{line}");
+                    line = String::from("   ");
+                }
+                line.push(' ');
+                line.push_str(word);
+            }
+            let _ = writeln!(t, "{line}");
+        }
+    }
+    t
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The profile as JSON. Schema (stable): `{threads, wall_ms, cpu_ms, optimize_ms,
+/// result_rows, pipelines: [{source, wall_ms, merge_ms, morsels, morsels_per_worker: [..],
+/// stages: [{name, estimated_rows|null, rows, batches, bytes, cpu_ms, cpu_ms_per_worker:
+/// [..]}]}], hints: [..]}`.
+fn profile_json(p: &QueryProfile) -> String {
+    let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+    let mut t = String::new();
+    let _ = write!(
+        t,
+        "{{\"threads\": {}, \"wall_ms\": {}, \"cpu_ms\": {}, \"optimize_ms\": {}, \"result_rows\": {}, \"pipelines\": [",
+        p.threads,
+        ms(p.wall_time.as_nanos() as u64),
+        ms(p.cpu_time().as_nanos() as u64),
+        ms(p.optimize_time.as_nanos() as u64),
+        p.result_rows
+    );
+    for (i, pl) in p.pipelines.iter().enumerate() {
+        if i > 0 {
+            t.push_str(", ");
+        }
+        let per: Vec<String> = pl.morsels_per_worker.iter().map(u64::to_string).collect();
+        let _ = write!(
+            t,
+            "\n  {{\"source\": {}, \"wall_ms\": {}, \"merge_ms\": {}, \"morsels\": {}, \"morsels_per_worker\": [{}], \"stages\": [",
+            json_str(&pl.source),
+            ms(pl.wall_ns),
+            ms(pl.finish_ns),
+            pl.morsels,
+            per.join(", ")
+        );
+        for (j, s) in pl.stages.iter().enumerate() {
+            if j > 0 {
+                t.push_str(", ");
+            }
+            let workers: Vec<String> = s.busy_ns_per_worker.iter().map(|n| ms(*n)).collect();
+            let _ = write!(
+                t,
+                "\n    {{\"name\": {}, \"estimated_rows\": {}, \"rows\": {}, \"batches\": {}, \"bytes\": {}, \"cpu_ms\": {}, \"cpu_ms_per_worker\": [{}]}}",
+                json_str(&s.name),
+                s.estimated_rows.map_or("null".to_string(), |e| format!("{e:.0}")),
+                s.rows,
+                s.batches,
+                s.bytes,
+                ms(stage_cpu(s)),
+                workers.join(", ")
+            );
+        }
+        t.push_str("]}");
+    }
+    t.push_str("],\n \"hints\": [");
+    let hints: Vec<String> = p.hints().iter().map(|h| json_str(h)).collect();
+    t.push_str(&hints.join(", "));
+    t.push_str("]}\n");
+    t
+}
+
+/// The optimized plan as JSON: `{"node": line, "estimated_rows": n, "children": [...]}`.
+fn plan_json(plan: &LogicalPlan) -> String {
+    fn node(p: &LogicalPlan, out: &mut String) {
+        let _ = write!(
+            out,
+            "{{\"node\": {}, \"estimated_rows\": {:.0}, \"children\": [",
+            json_str(&p.node_line()),
+            estimate_rows(p)
+        );
+        for (i, c) in p.children().iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            node(c, out);
+        }
+        out.push_str("]}");
+    }
+    let mut out = String::new();
+    node(plan, &mut out);
+    out.push('\n');
+    out
+}
+
+/// The optimized plan as a Graphviz DOT digraph (edges from input to consumer).
+fn plan_dot(plan: &LogicalPlan) -> String {
+    fn node(p: &LogicalPlan, next: &mut usize, out: &mut String) -> usize {
+        let id = *next;
+        *next += 1;
+        let label = format!(
+            "{}\\n~{} rows",
+            short(&p.node_line(), 60),
+            count(estimate_rows(p))
+        );
+        let _ = writeln!(
+            out,
+            "  n{id} [shape=box, label={}];",
+            json_str(&label).replace("\\\\n", "\\n")
+        );
+        for c in p.children() {
+            let child = node(c, next, out);
+            let _ = writeln!(out, "  n{child} -> n{id};");
+        }
+        id
+    }
+    let mut out = String::from("digraph plan {\n  rankdir=BT;\n");
+    node(plan, &mut 0, &mut out);
+    out.push_str("}\n");
+    out
+}
