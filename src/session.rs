@@ -115,7 +115,7 @@ impl Session {
         }
         self.register(
             name,
-            TableSource::Memory(Arc::new(MemTable { schema, batches })),
+            TableSource::Memory(Arc::new(MemTable::new(schema, batches))),
         );
         Ok(())
     }

@@ -123,7 +123,9 @@ impl Session {
                 };
                 self.put(
                     &name,
-                    Object::Table(TableSource::Memory(Arc::new(MemTable { schema, batches }))),
+                    Object::Table(TableSource::Memory(Arc::new(MemTable::new(
+                        schema, batches,
+                    )))),
                 );
                 Ok(empty_result())
             }
@@ -160,10 +162,10 @@ impl Session {
                 batches.extend(added);
                 self.put(
                     &table,
-                    Object::Table(TableSource::Memory(Arc::new(MemTable {
-                        schema: current.schema.clone(),
+                    Object::Table(TableSource::Memory(Arc::new(MemTable::new(
+                        current.schema.clone(),
                         batches,
-                    }))),
+                    )))),
                 );
                 count_result(n)
             }

@@ -20,6 +20,7 @@ pub mod datatype;
 pub mod error;
 pub mod parse;
 pub mod scalar;
+pub mod stats;
 pub mod temporal;
 
 pub use batch::Batch;

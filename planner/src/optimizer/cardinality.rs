@@ -106,7 +106,7 @@ pub fn distinct_values(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
                     .iter()
                     .map(|r| r.estimated_distinct(col))
                     .sum::<Option<f64>>()?,
-                TableSource::Memory(m) => m.num_rows() as f64,
+                TableSource::Memory(m) => m.estimated_distinct(col)?,
             }
         }
         LogicalPlan::Filter { input, .. }

@@ -4,9 +4,10 @@
 mod builder;
 mod display;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use morsel_storage::csv::CsvReader;
+use morsel_storage::stats::SampleCounts;
 use morsel_storage::{Batch, SchemaRef};
 
 pub use builder::PlanBuilder;
@@ -19,11 +20,52 @@ use crate::schema::{PlanField, PlanSchema};
 pub struct MemTable {
     pub schema: SchemaRef,
     pub batches: Vec<Batch>,
+    /// Estimated distinct values per column, sampled on first use by the planner.
+    distinct: OnceLock<Vec<f64>>,
 }
 
 impl MemTable {
+    pub fn new(schema: SchemaRef, batches: Vec<Batch>) -> Self {
+        Self {
+            schema,
+            batches,
+            distinct: OnceLock::new(),
+        }
+    }
+
     pub fn num_rows(&self) -> usize {
         self.batches.iter().map(Batch::num_rows).sum()
+    }
+
+    /// Estimated distinct values of column `col`, from up to 4096 rows spread evenly over
+    /// the table (computed once).
+    pub fn estimated_distinct(&self, col: usize) -> Option<f64> {
+        const SAMPLE: usize = 4096;
+        let all = self.distinct.get_or_init(|| {
+            let rows = self.num_rows();
+            let step = (rows / SAMPLE).max(1);
+            (0..self.schema.len())
+                .map(|c| {
+                    let mut freq: std::collections::HashMap<String, u32> = Default::default();
+                    let mut base = 0;
+                    for b in &self.batches {
+                        let column = b.column(c);
+                        let first = base.div_ceil(step) * step - base;
+                        for i in (first..b.num_rows()).step_by(step) {
+                            if column.is_valid(i) {
+                                *freq
+                                    .entry(format!("{:?}", column.scalar_at(i)))
+                                    .or_default() += 1;
+                            }
+                        }
+                        base += b.num_rows();
+                    }
+                    let counts = SampleCounts::from_frequencies(freq.into_values());
+                    morsel_storage::stats::estimate_distinct(counts, rows as f64)
+                })
+                .collect()
+        });
+        all.get(col).copied()
     }
 }
 

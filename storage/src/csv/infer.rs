@@ -6,7 +6,7 @@
 //! every record in it tokenizes cleanly with the header's field count; otherwise it is
 //! dropped. A dropped chunk can only make inference see fewer values, never a wrong type.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 
 use super::error::CsvError;
@@ -40,9 +40,8 @@ pub struct ColumnInference {
     pub name: String,
     pub data_type: DataType,
     pub reason: String,
-    /// Non-NULL values sampled, and how many of them were distinct (planner statistics).
-    pub sampled_values: usize,
-    pub distinct_values: usize,
+    /// How often the sampled non-NULL values occurred (planner statistics).
+    pub sample_counts: crate::stats::SampleCounts,
 }
 
 /// Why each column got its type; printable as one line per column.
@@ -97,8 +96,8 @@ fn fnv1a(v: &[u8]) -> u64 {
 #[derive(Clone, Debug, Default)]
 struct Evidence {
     values: usize,
-    /// Hashes of the distinct values seen (at most `MAX_DISTINCT`).
-    distinct: HashSet<u64>,
+    /// How often each distinct value (by hash) was seen (at most `MAX_DISTINCT` values).
+    distinct: HashMap<u64, u32>,
     example: Option<(String, SampleLocation)>,
     /// For each candidate, the first value that ruled it out.
     ruled_out: [Option<(String, SampleLocation)>; 5],
@@ -107,8 +106,11 @@ struct Evidence {
 impl Evidence {
     fn observe(&mut self, v: &[u8], at: SampleLocation) {
         self.values += 1;
-        if self.distinct.len() < MAX_DISTINCT {
-            self.distinct.insert(fnv1a(v));
+        let h = fnv1a(v);
+        if let Some(n) = self.distinct.get_mut(&h) {
+            *n += 1;
+        } else if self.distinct.len() < MAX_DISTINCT {
+            self.distinct.insert(h, 1);
         }
         let text = || {
             String::from_utf8_lossy(v)
@@ -254,8 +256,9 @@ pub(crate) fn infer_types(
             name: name.clone(),
             data_type: ty,
             reason,
-            sampled_values: ev.values,
-            distinct_values: ev.distinct.len(),
+            sample_counts: crate::stats::SampleCounts::from_frequencies(
+                ev.distinct.values().copied(),
+            ),
         });
     }
     Ok((types, report))

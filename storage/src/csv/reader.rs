@@ -68,8 +68,7 @@ impl CsvReader {
                         name: f.name.clone(),
                         data_type: f.data_type,
                         reason: "given by the schema".into(),
-                        sampled_values: 0,
-                        distinct_values: 0,
+                        sample_counts: Default::default(),
                     })
                     .collect();
                 (
@@ -147,21 +146,17 @@ impl CsvReader {
         }
     }
 
-    /// The number of distinct values in column `col`, estimated from the inference sample:
-    /// the sample's count when values repeat a lot (a low-cardinality column), else scaled to
-    /// the whole file. `None` without a sample.
+    /// The number of distinct values in column `col`, estimated from the inference sample
+    /// (see [`crate::stats::estimate_distinct`]). `None` without a sample.
     pub fn estimated_distinct(&self, col: usize) -> Option<f64> {
         let c = self.inference.columns.get(col)?;
-        if c.sampled_values == 0 {
+        if c.sample_counts.sampled == 0 {
             return None;
         }
-        let rows = self.estimated_rows();
-        let (d, n) = (c.distinct_values as f64, c.sampled_values as f64);
-        Some(if n >= rows || d / n < 0.5 {
-            d
-        } else {
-            (rows * d / n).max(d)
-        })
+        Some(crate::stats::estimate_distinct(
+            c.sample_counts,
+            self.estimated_rows(),
+        ))
     }
 
     /// The schema of the file (all columns).
