@@ -47,7 +47,7 @@ impl MemTable {
             (0..self.schema.len())
                 .map(|c| {
                     let mut freq: std::collections::HashMap<String, u32> = Default::default();
-                    let mut base = 0;
+                    let mut base: usize = 0;
                     for b in &self.batches {
                         let column = b.column(c);
                         let first = base.div_ceil(step) * step - base;
