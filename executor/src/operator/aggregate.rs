@@ -78,18 +78,27 @@ impl Sink for AggregateSink {
                 .iter()
                 .map(|e| e.evaluate(batch))
                 .collect::<ExecResult<Vec<_>>>()?;
-            let encoded = RowKeys::encode(&key_cols, rows);
-            let mut ids = Vec::with_capacity(rows);
-            for i in 0..rows {
-                let key = encoded.key(i);
-                let (id, new) = t.keys.intern(key, hash_key(key));
-                if new {
-                    for (b, c) in t.key_values.iter_mut().zip(&key_cols) {
-                        b.push_scalar(&c.scalar_at(i))?;
-                    }
+            let ids = if self.group.is_empty() {
+                // A global aggregate: every row is in the one group, no keys to encode.
+                if rows > 0 && t.keys.is_empty() {
+                    t.keys.intern(&[], hash_key(&[]));
                 }
-                ids.push(id);
-            }
+                vec![0u32; rows]
+            } else {
+                let encoded = RowKeys::encode(&key_cols, rows);
+                let mut ids = Vec::with_capacity(rows);
+                for i in 0..rows {
+                    let key = encoded.key(i);
+                    let (id, new) = t.keys.intern(key, hash_key(key));
+                    if new {
+                        for (b, c) in t.key_values.iter_mut().zip(&key_cols) {
+                            b.push_scalar(&c.scalar_at(i))?;
+                        }
+                    }
+                    ids.push(id);
+                }
+                ids
+            };
             for (acc, spec) in t.accs.iter_mut().zip(&self.aggs) {
                 acc.resize(t.keys.len());
                 let arg = spec.arg.as_ref().map(|a| a.evaluate(batch)).transpose()?;

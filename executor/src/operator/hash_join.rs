@@ -1,4 +1,5 @@
-//! Hash join. The build side is collected and indexed once: distinct keys are interned and the
+//! Hash join. The build side is collected and indexed once: distinct keys are interned (one
+//! integer or date key by value in a hash map, anything else as encoded bytes) and the
 //! rows of each key laid out contiguously (CSR: `starts[key]..starts[key + 1]` into `rows`), in
 //! build-row order, with no allocation per key. The probe is a streaming operator: each probe
 //! batch is matched independently, so output follows probe order and, per probe row, matches
@@ -12,8 +13,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
 use morsel_planner::JoinKind;
-use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
+use morsel_storage::{Batch, BooleanColumn, Column, PrimitiveColumn, SchemaRef};
 
 use super::keys::{hash_key, KeyInterner, RowKeys};
 use crate::error::ExecResult;
@@ -21,10 +24,54 @@ use crate::expr::PhysExpr;
 use crate::kernels::boolean;
 use crate::scheduler::Operator;
 
+/// Seed of the integer-key hash (fixed: the table is the same in every run).
+const INT_SEED: u64 = 0x6a6f_696e_2d6b_6579;
+
+/// Distinct build keys, numbered in first-seen order.
+enum KeyIndex {
+    /// Any keys, as encoded bytes.
+    Encoded(KeyInterner),
+    /// One integer (or date / timestamp) key: looked up by value, no encoding.
+    Int(HashMap<i64, u32, FixedState>),
+}
+
+impl KeyIndex {
+    fn len(&self) -> usize {
+        match self {
+            KeyIndex::Encoded(k) => k.len(),
+            KeyIndex::Int(m) => m.len(),
+        }
+    }
+}
+
+/// The integer value of row `i` of an integer-like column.
+fn int_column(c: &Column) -> Option<IntKeys<'_>> {
+    match c {
+        Column::Int32(x) | Column::Date32(x) => Some(IntKeys::I32(x)),
+        Column::Int64(x) | Column::Timestamp(x) => Some(IntKeys::I64(x)),
+        _ => None,
+    }
+}
+
+enum IntKeys<'a> {
+    I32(&'a PrimitiveColumn<i32>),
+    I64(&'a PrimitiveColumn<i64>),
+}
+
+impl IntKeys<'_> {
+    #[inline]
+    fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            IntKeys::I32(x) => x.is_valid(i).then(|| x.values()[i] as i64),
+            IntKeys::I64(x) => x.is_valid(i).then(|| x.values()[i]),
+        }
+    }
+}
+
 /// The indexed build side.
 pub struct JoinTable {
     build: Batch,
-    keys: KeyInterner,
+    keys: KeyIndex,
     starts: Vec<u32>,
     rows: Vec<u32>,
     /// Whether some build row has a NULL key (decides `NOT IN`).
@@ -38,15 +85,37 @@ impl JoinTable {
             .iter()
             .map(|e| e.evaluate(&build))
             .collect::<ExecResult<Vec<_>>>()?;
-        let encoded = RowKeys::encode(&cols, n);
-        let mut keys = KeyInterner::new();
         let mut key_of_row = vec![u32::MAX; n];
-        for (r, slot) in key_of_row.iter_mut().enumerate() {
-            if !encoded.has_null[r] {
-                let k = encoded.key(r);
-                *slot = keys.intern(k, hash_key(k)).0;
+        let mut has_null_key = false;
+        let keys = match cols.as_slice() {
+            [one] if int_column(one).is_some() => {
+                let ints = int_column(one).expect("checked");
+                let mut map: HashMap<i64, u32, FixedState> =
+                    HashMap::with_capacity_and_hasher(n, FixedState::with_seed(INT_SEED));
+                for (r, slot) in key_of_row.iter_mut().enumerate() {
+                    match ints.get(r) {
+                        Some(v) => {
+                            let next = map.len() as u32;
+                            *slot = *map.entry(v).or_insert(next);
+                        }
+                        None => has_null_key = true,
+                    }
+                }
+                KeyIndex::Int(map)
             }
-        }
+            _ => {
+                let encoded = RowKeys::encode(&cols, n);
+                let mut keys = KeyInterner::new();
+                for (r, slot) in key_of_row.iter_mut().enumerate() {
+                    if !encoded.has_null[r] {
+                        let k = encoded.key(r);
+                        *slot = keys.intern(k, hash_key(k)).0;
+                    }
+                }
+                has_null_key = encoded.has_null.iter().any(|&x| x);
+                KeyIndex::Encoded(keys)
+            }
+        };
         let mut starts = vec![0u32; keys.len() + 1];
         for &k in &key_of_row {
             if k != u32::MAX {
@@ -69,7 +138,7 @@ impl JoinTable {
             keys,
             starts,
             rows,
-            has_null_key: encoded.has_null.iter().any(|&x| x),
+            has_null_key,
         })
     }
 
@@ -170,28 +239,56 @@ impl HashProbeOp {
             .iter()
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
-        let encoded = RowKeys::encode(&cols, n);
         let t = &self.table;
-        for i in 0..n {
-            if encoded.has_null[i] {
-                continue;
+        let mut emit = |i: usize, id: u32| {
+            let (s, e) = (
+                t.starts[id as usize] as usize,
+                t.starts[id as usize + 1] as usize,
+            );
+            for &r in &t.rows[s..e] {
+                p.push(i as u32);
+                b.push(r);
             }
-            let k = encoded.key(i);
-            if let Some(id) = t.keys.find(k, hash_key(k)) {
-                let (s, e) = (
-                    t.starts[id as usize] as usize,
-                    t.starts[id as usize + 1] as usize,
-                );
-                for &r in &t.rows[s..e] {
-                    p.push(i as u32);
-                    b.push(r);
+        };
+        let null_key = match (&t.keys, cols.as_slice()) {
+            (KeyIndex::Int(map), [one]) if int_column(one).is_some() => {
+                let ints = int_column(one).expect("checked");
+                let mut null_key = vec![false; n];
+                for (i, is_null) in null_key.iter_mut().enumerate() {
+                    match ints.get(i) {
+                        Some(v) => {
+                            if let Some(&id) = map.get(&v) {
+                                emit(i, id);
+                            }
+                        }
+                        None => *is_null = true,
+                    }
                 }
+                null_key
             }
-        }
+            (KeyIndex::Encoded(keys), _) => {
+                let encoded = RowKeys::encode(&cols, n);
+                for i in 0..n {
+                    if encoded.has_null[i] {
+                        continue;
+                    }
+                    let k = encoded.key(i);
+                    if let Some(id) = keys.find(k, hash_key(k)) {
+                        emit(i, id);
+                    }
+                }
+                encoded.has_null
+            }
+            _ => {
+                return Err(crate::error::ExecError::Internal(
+                    "join probe keys do not match the build keys".into(),
+                ))
+            }
+        };
         Ok(Candidates {
             probe: p,
             build: b,
-            null_key: encoded.has_null,
+            null_key,
         })
     }
 
