@@ -334,16 +334,27 @@ fn profile_text(p: &QueryProfile) -> String {
     }
     for (n, pl) in p.pipelines.iter().enumerate() {
         let per_worker: Vec<String> = pl.morsels_per_worker.iter().map(u64::to_string).collect();
-        let _ = writeln!(
-            t,
-            "\nPipeline {} of {}: {} wall, {} morsels (per worker: {}), merge {}",
-            n + 1,
-            p.pipelines.len(),
-            time(pl.wall_ns),
-            pl.morsels,
-            per_worker.join(" / "),
-            time(pl.finish_ns)
-        );
+        if per_worker.is_empty() {
+            let _ = writeln!(
+                t,
+                "\nPipeline {} of {}: {} on one thread, {} wall",
+                n + 1,
+                p.pipelines.len(),
+                pl.source,
+                time(pl.wall_ns)
+            );
+        } else {
+            let _ = writeln!(
+                t,
+                "\nPipeline {} of {}: {} wall, {} morsels (per worker: {}), merge {}",
+                n + 1,
+                p.pipelines.len(),
+                time(pl.wall_ns),
+                pl.morsels,
+                per_worker.join(" / "),
+                time(pl.finish_ns)
+            );
+        }
         let _ = writeln!(
             t,
             "  {:<34} {:>7} {:>7} {:>5} {:>9}  per worker min / med / max",

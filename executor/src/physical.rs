@@ -330,7 +330,29 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 storage_schema(right.schema()),
                 &relabel(build_side, &storage_schema(right.schema()))?,
             )?;
+            let started = std::time::Instant::now();
             let table = Arc::new(JoinTable::new(build_batch, &build_keys)?);
+            // The index is built on one thread between pipelines: report it as its own step.
+            let ns = started.elapsed().as_nanos() as u64;
+            ctx.metrics
+                .pipelines
+                .lock()
+                .expect("metrics")
+                .push(crate::context::PipelineStats {
+                    source: "hash join build".into(),
+                    morsels: 0,
+                    morsels_per_worker: Vec::new(),
+                    stages: vec![crate::context::StageStats {
+                        name: format!("HashJoin build index ({} keys)", table.distinct_keys()),
+                        estimated_rows: Some(estimate_rows(right)),
+                        rows: table.num_rows() as u64,
+                        batches: 1,
+                        busy_ns_per_worker: vec![ns],
+                        bytes: 0,
+                    }],
+                    finish_ns: 0,
+                    wall_ns: ns,
+                });
             let pair_schema = left.schema().join(right.schema(), false);
             let tracks_build = matches!(kind, JoinKind::Right | JoinKind::Full);
             let matched = tracks_build.then(|| Arc::new(MatchedRows::new(table.num_rows())));

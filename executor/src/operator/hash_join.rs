@@ -76,6 +76,9 @@ pub struct JoinTable {
     rows: Vec<u32>,
     /// Whether some build row has a NULL key (decides `NOT IN`).
     has_null_key: bool,
+    /// Every key has exactly one row (a primary key): key id `k`'s row is `rows[k]`, and an
+    /// integer index maps values straight to rows.
+    unique: bool,
 }
 
 impl JoinTable {
@@ -133,17 +136,50 @@ impl JoinTable {
                 fill[k as usize] += 1;
             }
         }
+        let unique = rows.len() == keys.len();
+        let keys = match keys {
+            // Unique integer keys: the index holds each key's row itself.
+            KeyIndex::Int(mut map) if unique => {
+                map.values_mut().for_each(|v| *v = rows[*v as usize]);
+                KeyIndex::Int(map)
+            }
+            other => other,
+        };
         Ok(Self {
             build,
             keys,
             starts,
             rows,
             has_null_key,
+            unique,
         })
     }
 
     pub fn num_rows(&self) -> usize {
         self.build.num_rows()
+    }
+
+    /// The number of distinct non-NULL keys.
+    pub fn distinct_keys(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Pairs probe row `i` with every build row of key `id`, in build order.
+    #[inline]
+    fn emit(&self, i: usize, id: u32, p: &mut Vec<u32>, b: &mut Vec<u32>) {
+        if self.unique {
+            p.push(i as u32);
+            b.push(self.rows[id as usize]);
+            return;
+        }
+        let (s, e) = (
+            self.starts[id as usize] as usize,
+            self.starts[id as usize + 1] as usize,
+        );
+        for &r in &self.rows[s..e] {
+            p.push(i as u32);
+            b.push(r);
+        }
     }
 }
 
@@ -240,25 +276,22 @@ impl HashProbeOp {
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
         let t = &self.table;
-        let mut emit = |i: usize, id: u32| {
-            let (s, e) = (
-                t.starts[id as usize] as usize,
-                t.starts[id as usize + 1] as usize,
-            );
-            for &r in &t.rows[s..e] {
-                p.push(i as u32);
-                b.push(r);
-            }
-        };
         let null_key = match (&t.keys, cols.as_slice()) {
             (KeyIndex::Int(map), [one]) if int_column(one).is_some() => {
                 let ints = int_column(one).expect("checked");
                 let mut null_key = vec![false; n];
                 for (i, is_null) in null_key.iter_mut().enumerate() {
                     match ints.get(i) {
+                        // Unique keys: the index gives the row.
+                        Some(v) if t.unique => {
+                            if let Some(&row) = map.get(&v) {
+                                p.push(i as u32);
+                                b.push(row);
+                            }
+                        }
                         Some(v) => {
                             if let Some(&id) = map.get(&v) {
-                                emit(i, id);
+                                t.emit(i, id, &mut p, &mut b);
                             }
                         }
                         None => *is_null = true,
@@ -274,7 +307,7 @@ impl HashProbeOp {
                     }
                     let k = encoded.key(i);
                     if let Some(id) = keys.find(k, hash_key(k)) {
-                        emit(i, id);
+                        t.emit(i, id, &mut p, &mut b);
                     }
                 }
                 encoded.has_null
