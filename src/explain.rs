@@ -46,7 +46,9 @@ impl QueryProfile {
         let mut hints = Vec::new();
         let total = self.cpu_time().as_nanos().max(1) as f64;
         for (n, p) in self.pipelines.iter().enumerate() {
-            for s in &p.stages {
+            // One hint per pipeline: the first misestimated stage (the ones after it inherit
+            // its error), and never a stage that only reads an earlier pipeline's result.
+            for s in p.stages.iter().filter(|s| !s.name.starts_with("Read ")) {
                 if let Some(est) = s.estimated_rows {
                     let actual = s.rows as f64;
                     let ratio =
@@ -67,6 +69,7 @@ impl QueryProfile {
                             count(est),
                             count(actual)
                         ));
+                        break;
                     }
                 }
             }

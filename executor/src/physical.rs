@@ -262,7 +262,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             };
             let sink = sort_sink(sorted, keys, Some(skip + fetch))?;
             let top = build(sorted, ctx)?.run(ctx, &sink, Some(sorted))?;
-            let out = materialized("top-k", top, input.schema(), input).run(
+            let out = materialized("top-k", top, input.schema(), plan).run(
                 ctx,
                 &LimitSink {
                     skip: *skip,
