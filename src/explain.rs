@@ -16,6 +16,7 @@ use morsel_storage::{Batch, Column, DataType, Field, Schema, Utf8Builder};
 
 use crate::error::Result;
 use crate::lazy::QueryResult;
+use crate::session::Session;
 
 /// What one run of a query did, stage by stage (the data behind EXPLAIN ANALYZE).
 #[derive(Clone, Debug)]
@@ -108,11 +109,12 @@ fn stage_cpu(s: &StageStats) -> u64 {
 
 /// Runs `plan` (as bound) and returns its result and profile.
 pub(crate) fn run_profiled(
+    session: &Session,
     plan: &LogicalPlan,
-    threads: usize,
 ) -> Result<(QueryResult, QueryProfile)> {
+    let threads = session.threads();
     let start = Instant::now();
-    let optimized = Optimizer::default().optimize(plan.clone(), None)?;
+    let optimized = session.optimizer()?.optimize(plan.clone(), None)?;
     let optimize_time = start.elapsed();
     let ctx = ExecContext::new(threads);
     let run = Instant::now();
@@ -133,33 +135,28 @@ pub(crate) fn run_profiled(
 
 /// `EXPLAIN [ANALYZE] [VERBOSE] [FORMAT ...]` as a one-column result (`plan`), one row per line.
 pub(crate) fn explain(
+    session: &Session,
     plan: &LogicalPlan,
     verbose: bool,
     analyze: bool,
     format: ExplainFormat,
-    threads: usize,
 ) -> Result<QueryResult> {
+    let optimizer = session.optimizer()?;
     let text = match (analyze, format) {
-        (true, ExplainFormat::Json) => profile_json(&run_profiled(plan, threads)?.1),
+        (true, ExplainFormat::Json) => profile_json(&run_profiled(session, plan)?.1),
         (true, _) => {
-            let (_, profile) = run_profiled(plan, threads)?;
+            let (_, profile) = run_profiled(session, plan)?;
             let mut t = String::new();
             if verbose {
-                t.push_str(&plan_text(plan, true)?);
+                t.push_str(&plan_text(&optimizer, plan, true)?);
                 t.push('\n');
             }
             t.push_str(&profile_text(&profile));
             t
         }
-        (false, ExplainFormat::Json) => {
-            let optimized = Optimizer::default().optimize(plan.clone(), None)?;
-            plan_json(&optimized)
-        }
-        (false, ExplainFormat::Graphviz) => {
-            let optimized = Optimizer::default().optimize(plan.clone(), None)?;
-            plan_dot(&optimized)
-        }
-        (false, ExplainFormat::Text) => plan_text(plan, verbose)?,
+        (false, ExplainFormat::Json) => plan_json(&optimizer.optimize(plan.clone(), None)?),
+        (false, ExplainFormat::Graphviz) => plan_dot(&optimizer.optimize(plan.clone(), None)?),
+        (false, ExplainFormat::Text) => plan_text(&optimizer, plan, verbose)?,
     };
     let mut b = Utf8Builder::default();
     for line in text.lines() {
@@ -176,15 +173,15 @@ pub(crate) fn explain(
 
 /// The optimized plan with each node's estimated rows; with `verbose`, first the plan as
 /// bound and then, for each rule application that changed it, the lines that changed.
-fn plan_text(plan: &LogicalPlan, verbose: bool) -> Result<String> {
+fn plan_text(optimizer: &Optimizer, plan: &LogicalPlan, verbose: bool) -> Result<String> {
     let mut trace = Vec::new();
-    let optimized = Optimizer::default().optimize(plan.clone(), Some(&mut trace))?;
+    let optimized = optimizer.optimize(plan.clone(), Some(&mut trace))?;
     let mut text = String::new();
     if verbose {
         text.push_str("Initial plan:\n");
         text.push_str(&plan.to_string());
         let mut before = plan.to_string();
-        let names = Optimizer::default().rule_names();
+        let names = optimizer.rule_names();
         for t in &trace {
             let _ = writeln!(
                 text,

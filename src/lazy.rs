@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use morsel_planner::{Expr, JoinKind, LogicalPlan, Optimizer, PlanBuilder, PlanError, SortExpr};
+use morsel_planner::{Expr, JoinKind, LogicalPlan, PlanBuilder, PlanError, SortExpr};
 use morsel_storage::csv::SkippedRow;
 use morsel_storage::{Batch, ScalarValue, SchemaRef};
 
@@ -102,7 +102,9 @@ impl LazyFrame {
 
     /// The optimized plan as an indented tree.
     pub fn explain(&self) -> Result<String> {
-        Ok(Optimizer::default()
+        Ok(self
+            .session
+            .optimizer()?
             .optimize(self.logical_plan()?, None)?
             .to_string())
     }
@@ -110,7 +112,7 @@ impl LazyFrame {
     /// Runs the query and returns what each pipeline stage did (EXPLAIN ANALYZE as data).
     pub fn explain_analyze(&self) -> Result<crate::explain::QueryProfile> {
         let plan = self.logical_plan()?;
-        Ok(crate::explain::run_profiled(&plan, self.session.threads())?.1)
+        Ok(crate::explain::run_profiled(&self.session, &plan)?.1)
     }
 
     pub fn schema(&self) -> Result<SchemaRef> {
@@ -119,7 +121,10 @@ impl LazyFrame {
 
     /// Optimizes and runs the query.
     pub fn collect(&self) -> Result<QueryResult> {
-        let plan = Optimizer::default().optimize(self.logical_plan()?, None)?;
+        let plan = self
+            .session
+            .optimizer()?
+            .optimize(self.logical_plan()?, None)?;
         let schema = std::sync::Arc::new(plan.schema().to_schema());
         let ctx = self.session.exec_context();
         let batches = morsel_executor::execute(&plan, &ctx)?;

@@ -30,6 +30,8 @@ struct State {
     /// Tables and views by lower-cased name.
     tables: RwLock<BTreeMap<String, Entry>>,
     threads: usize,
+    /// Optimizer rules switched off (by name).
+    disabled_rules: RwLock<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -55,12 +57,38 @@ impl Session {
             state: Arc::new(State {
                 tables: RwLock::default(),
                 threads: threads.max(1),
+                disabled_rules: RwLock::default(),
             }),
         }
     }
 
     pub fn threads(&self) -> usize {
         self.state.threads
+    }
+
+    /// Switches optimizer rules off by name (`push_down_filter`, `reorder_joins`,
+    /// `push_down_projection`) for this session's queries; an empty list turns all back on.
+    /// Results never change; plans (and speed) do. Also `SET disabled_optimizers = '...'`.
+    pub fn set_disabled_rules(&self, names: &[&str]) -> Result<()> {
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        morsel_planner::Optimizer::without(&names)?;
+        *self.state.disabled_rules.write().expect("config lock") = names;
+        Ok(())
+    }
+
+    /// The optimizer with this session's rules.
+    pub(crate) fn optimizer(&self) -> Result<morsel_planner::Optimizer> {
+        let disabled = self
+            .state
+            .disabled_rules
+            .read()
+            .expect("config lock")
+            .clone();
+        Ok(morsel_planner::Optimizer::without(&disabled)?)
     }
 
     pub(crate) fn exec_context(&self) -> ExecContext {
@@ -237,7 +265,7 @@ impl Session {
                     verbose,
                     analyze,
                     format,
-                } => crate::explain::explain(&plan, verbose, analyze, format, self.threads())?,
+                } => crate::explain::explain(self, &plan, verbose, analyze, format)?,
                 other => self.run_statement(other)?,
             });
         }

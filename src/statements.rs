@@ -215,6 +215,11 @@ impl Session {
                     .map_err(|e| Error::Invalid(format!("cannot write {path}: {e}")))?;
                 count_result(result.num_rows())
             }
+            Statement::SetDisabledRules(names) => {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                self.set_disabled_rules(&names)?;
+                Ok(empty_result())
+            }
             Statement::Query(plan) => self.run_plan(plan),
             Statement::Explain { .. } => {
                 Err(Error::Invalid("EXPLAIN runs through execute()".into()))

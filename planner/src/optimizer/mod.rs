@@ -59,6 +59,23 @@ impl Optimizer {
         }
     }
 
+    /// The default rules except those named in `disabled`; an unknown name is an error that
+    /// lists the known ones.
+    pub fn without(disabled: &[String]) -> PlanResult<Self> {
+        let mut o = Self::default();
+        for name in disabled {
+            if !o.rules.iter().any(|r| r.name().eq_ignore_ascii_case(name)) {
+                return Err(crate::PlanError::Invalid(format!(
+                    "no optimizer rule named {name}; the rules are {}",
+                    o.rule_names().join(", ")
+                )));
+            }
+        }
+        o.rules
+            .retain(|r| !disabled.iter().any(|d| d.eq_ignore_ascii_case(r.name())));
+        Ok(o)
+    }
+
     pub fn rule_names(&self) -> Vec<&'static str> {
         self.rules.iter().map(|r| r.name()).collect()
     }

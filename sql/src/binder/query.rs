@@ -273,17 +273,21 @@ impl Binder<'_> {
         let body = self.body_frame_id(s);
         let mut correlated = Vec::new();
         if let Some(w) = &s.selection {
+            // Conjuncts over the FROM tables filter first; then EXISTS / IN conjuncts become
+            // semi / anti joins, and subqueries inside expressions are joined in; conjuncts
+            // reading their columns filter last. (So even unoptimized plans never join a
+            // subquery to an unfiltered cross product.)
             let mark = self.pending_mark();
+            let from_scope = b.schema().clone();
             let mut bound = Vec::new();
+            let mut subquery_conjuncts = Vec::new();
             for c in split_and(w) {
-                if let Some((q, in_expr, negated)) = subquery_conjunct(c) {
-                    b = self
-                        .filter_by_subquery(b, q, in_expr, negated)
-                        .map_err(|e| e.at(c.span()))?;
+                if let Some(sub) = subquery_conjunct(c) {
+                    subquery_conjuncts.push((c, sub));
                     continue;
                 }
                 self.set_allow_outer(body.is_some());
-                let e = self.expr(c, b.schema());
+                let e = self.expr(c, &from_scope);
                 self.set_allow_outer(false);
                 let e = e?;
                 if e.contains_window() {
@@ -300,17 +304,28 @@ impl Binder<'_> {
                 }
                 bound.push(e);
             }
-            b = self.apply_pending(b, mark, false)?;
-            let scope = b.schema().clone();
-            let mut local = Vec::new();
+            let pending_scope = self.pending_scope(&from_scope, mark);
+            let (mut first, mut last) = (Vec::new(), Vec::new());
             for conj in bound.into_iter().flat_map(Expr::split_conjunction) {
-                if body.is_some() && conj.columns().iter().any(|c| !scope.has(c)) {
+                let cols = conj.columns();
+                if cols.iter().all(|c| from_scope.has(c)) {
+                    first.push(conj);
+                } else if body.is_some() && cols.iter().any(|c| !pending_scope.has(c)) {
                     correlated.push(conj);
                 } else {
-                    local.push(conj);
+                    last.push(conj);
                 }
             }
-            if let Some(pred) = Expr::conjunction(local) {
+            if let Some(pred) = Expr::conjunction(first) {
+                b = b.filter(pred).map_err(|e| SqlError::from(e).at(w.span()))?;
+            }
+            for (c, (q, in_expr, negated)) in subquery_conjuncts {
+                b = self
+                    .filter_by_subquery(b, q, in_expr, negated)
+                    .map_err(|e| e.at(c.span()))?;
+            }
+            b = self.apply_pending(b, mark, false)?;
+            if let Some(pred) = Expr::conjunction(last) {
                 b = b.filter(pred).map_err(|e| SqlError::from(e).at(w.span()))?;
             }
         }

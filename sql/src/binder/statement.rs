@@ -70,6 +70,8 @@ pub enum Statement {
         names: Vec<String>,
         if_exists: bool,
     },
+    /// `SET disabled_optimizers = 'rule, rule'`: optimizer rules to switch off.
+    SetDisabledRules(Vec<String>),
     /// `COPY (query) TO 'file'` / `COPY table TO 'file'`.
     CopyTo {
         plan: LogicalPlan,
@@ -148,6 +150,30 @@ impl Binder<'_> {
                 Ok(Statement::Describe(plan.schema().clone()))
             }
             ast::Statement::ShowTables { .. } => Ok(Statement::ShowTables),
+            ast::Statement::Set(ast::Set::SingleAssignment {
+                variable, values, ..
+            }) if variable
+                .to_string()
+                .eq_ignore_ascii_case("disabled_optimizers") =>
+            {
+                let text = match values.as_slice() {
+                    [ast::Expr::Value(v)] => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    _ => {
+                        return Err(SqlError::invalid(
+                            "SET disabled_optimizers takes one string: 'rule, rule'",
+                        ))
+                    }
+                };
+                Ok(Statement::SetDisabledRules(
+                    text.split(',')
+                        .map(|r| r.trim().to_string())
+                        .filter(|r| !r.is_empty())
+                        .collect(),
+                ))
+            }
             other => Err(SqlError::unsupported(format!(
                 "the {} statement",
                 super::statement_kind(other)

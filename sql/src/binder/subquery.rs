@@ -206,8 +206,10 @@ impl Binder<'_> {
         let scope = input.schema().clone();
         let mut sub = self.bind_subquery(q, &scope)?;
         if let Some(x) = in_expr {
+            let mark = self.pending_mark();
             let x = self.expr(x, &scope)?;
-            self.refuse_pending(q)?;
+            self.refuse_pending_since(mark, "the left side of IN")
+                .map_err(|e| e.at(q.span()))?;
             sub.on.push((x, single_value(&sub, q)?));
         }
         let kind = match (negated, in_expr.is_some()) {
@@ -383,14 +385,6 @@ impl Binder<'_> {
         if self.pending.borrow().len() > mark {
             self.pending.borrow_mut().truncate(mark);
             return Err(SqlError::unsupported(format!("subqueries in {what}")));
-        }
-        Ok(())
-    }
-
-    fn refuse_pending(&self, q: &ast::Query) -> Result<(), SqlError> {
-        if !self.pending.borrow().is_empty() {
-            self.pending.borrow_mut().clear();
-            return Err(SqlError::unsupported("a subquery as the left side of IN").at(q.span()));
         }
         Ok(())
     }

@@ -38,7 +38,7 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
 /// The conjuncts of `e`, with terms common to every branch of an OR factored out:
 /// `(a AND b) OR (a AND c)` gives `a` and `b OR c`, so a join condition repeated in each
 /// branch (TPC-H Q19) becomes a join key instead of a filter over a cross product.
-fn conjuncts(e: Expr) -> Vec<Expr> {
+pub(crate) fn conjuncts(e: Expr) -> Vec<Expr> {
     let mut out = Vec::new();
     for c in e.split_conjunction() {
         out.extend(factor_or(c));

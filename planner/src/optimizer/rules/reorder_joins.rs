@@ -13,6 +13,7 @@
 //! the plan is the same for any thread count; a region already in the chosen shape is left
 //! as it is, so the rule reaches a fixed point.
 
+use super::push_down_filter::conjuncts;
 use crate::error::PlanResult;
 use crate::expr::{BinaryOp, Expr};
 use crate::optimizer::cardinality::estimate_rows;
@@ -40,6 +41,39 @@ impl OptimizerRule for ReorderJoins {
 
 fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
     match plan {
+        // A filter right above the region: its conjuncts are the region's conditions too (so
+        // comma joins become hash joins even with filter pushdown switched off).
+        LogicalPlan::Filter { input, predicate }
+            if matches!(
+                input.as_ref(),
+                LogicalPlan::Join {
+                    kind: JoinKind::Inner,
+                    ..
+                }
+            ) =>
+        {
+            let original = LogicalPlan::Filter {
+                input: input.clone(),
+                predicate: predicate.clone(),
+            };
+            let mut leaves = Vec::new();
+            let mut conditions = Vec::new();
+            flatten((*input).clone(), &mut leaves, &mut conditions);
+            // Conjuncts, with terms common to every OR branch factored out (as filter pushdown
+            // does), so such terms can become keys here too.
+            conditions.extend(conjuncts(predicate.clone()));
+            let leaves = leaves
+                .into_iter()
+                .map(rewrite)
+                .collect::<PlanResult<Vec<_>>>()?;
+            match reorder(leaves, conditions, input.schema())? {
+                Some(better) if better.to_string() != original.to_string() => Ok(better),
+                _ => Ok(LogicalPlan::Filter {
+                    input: Box::new(rewrite(*input)?),
+                    predicate,
+                }),
+            }
+        }
         join @ LogicalPlan::Join {
             kind: JoinKind::Inner,
             ..
@@ -74,7 +108,7 @@ fn flatten(plan: LogicalPlan, leaves: &mut Vec<LogicalPlan>, conditions: &mut Ve
             flatten(*left, leaves, conditions);
             flatten(*right, leaves, conditions);
             conditions.extend(on.into_iter().map(|(l, r)| l.eq(r)));
-            conditions.extend(filter.map(Expr::split_conjunction).unwrap_or_default());
+            conditions.extend(filter.map(conjuncts).unwrap_or_default());
         }
         other => leaves.push(other),
     }
