@@ -66,8 +66,9 @@ impl Session {
         self.state.threads
     }
 
-    /// Switches optimizer rules off by name (`push_down_filter`, `reorder_joins`,
-    /// `push_down_projection`) for this session's queries; an empty list turns all back on.
+    /// Switches optimizer rules off by name (`simplify_expressions`, `push_down_filter`,
+    /// `reorder_joins`, `push_down_projection`) for this session's queries; an empty list
+    /// turns all back on.
     /// Results never change; plans (and speed) do. Also `SET disabled_optimizers = '...'`.
     pub fn set_disabled_rules(&self, names: &[&str]) -> Result<()> {
         let names: Vec<String> = names

@@ -35,7 +35,7 @@ fn explain_shows_estimates_and_verbose_shows_rule_diffs() {
     assert!(verbose.contains("- "), "{verbose}");
     assert!(verbose.contains("+ "), "{verbose}");
     assert!(
-        verbose.contains("Rules that changed nothing: reorder_joins"),
+        verbose.contains("Rules that changed nothing: simplify_expressions, reorder_joins"),
         "{verbose}"
     );
     assert!(verbose.contains("Optimized plan:"), "{verbose}");

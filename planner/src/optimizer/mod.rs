@@ -7,7 +7,7 @@ mod rules;
 
 use std::time::{Duration, Instant};
 
-pub use rules::{PushDownFilter, PushDownProjection, ReorderJoins};
+pub use rules::{PushDownFilter, PushDownProjection, ReorderJoins, SimplifyExpressions};
 
 use crate::error::PlanResult;
 use crate::plan::LogicalPlan;
@@ -42,6 +42,7 @@ impl Default for Optimizer {
     fn default() -> Self {
         Self {
             rules: vec![
+                Box::new(SimplifyExpressions),
                 Box::new(PushDownFilter),
                 Box::new(ReorderJoins),
                 Box::new(PushDownProjection),

@@ -1,0 +1,227 @@
+//! Simplifies predicates and expressions without changing any result, under SQL's
+//! three-valued logic: `x AND TRUE` is `x`, `x AND FALSE` is `FALSE` (also for a NULL `x`),
+//! `x OR TRUE` is `TRUE`, `x OR FALSE` is `x`, `NOT NOT x` is `x`, `NOT (a < b)` is `a >= b`,
+//! a one-element `IN` list is an equality, and `x = x` is `TRUE` when `x` cannot be NULL. A
+//! filter left with `TRUE` disappears.
+
+use morsel_storage::ScalarValue;
+
+use crate::error::PlanResult;
+use crate::expr::{BinaryOp, Expr};
+use crate::optimizer::{OptimizerRule, Transformed};
+use crate::plan::LogicalPlan;
+use crate::schema::PlanSchema;
+
+pub struct SimplifyExpressions;
+
+impl OptimizerRule for SimplifyExpressions {
+    fn name(&self) -> &'static str {
+        "simplify_expressions"
+    }
+
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
+        let before = plan.to_string();
+        let after = rewrite(plan)?;
+        let changed = after.to_string() != before;
+        Ok(Transformed {
+            data: after,
+            changed,
+        })
+    }
+}
+
+fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+    let plan = plan.map_children(rewrite)?;
+    Ok(match plan {
+        LogicalPlan::Filter { input, predicate } => {
+            let predicate = simplify(predicate, input.schema());
+            if predicate == Expr::Literal(ScalarValue::Boolean(true)) {
+                *input
+            } else {
+                LogicalPlan::Filter { input, predicate }
+            }
+        }
+        LogicalPlan::Projection {
+            input,
+            exprs,
+            schema,
+        } => {
+            let exprs = exprs
+                .into_iter()
+                .map(|e| match e {
+                    // Keep the output name the user sees.
+                    Expr::Alias { expr, name } => Expr::Alias {
+                        expr: Box::new(simplify(*expr, input.schema())),
+                        name,
+                    },
+                    e => {
+                        let name = e.output_name();
+                        let s = simplify(e.clone(), input.schema());
+                        if s == e {
+                            e
+                        } else {
+                            s.alias(name)
+                        }
+                    }
+                })
+                .collect();
+            LogicalPlan::Projection {
+                input,
+                exprs,
+                schema,
+            }
+        }
+        LogicalPlan::Scan(mut scan) => {
+            let schema = scan.schema.clone();
+            scan.filters = scan
+                .filters
+                .into_iter()
+                .map(|f| simplify(f, &schema))
+                .filter(|f| *f != Expr::Literal(ScalarValue::Boolean(true)))
+                .collect();
+            LogicalPlan::Scan(scan)
+        }
+        other => other,
+    })
+}
+
+fn boolean(v: bool) -> Expr {
+    Expr::Literal(ScalarValue::Boolean(v))
+}
+
+fn is_bool(e: &Expr, v: bool) -> bool {
+    *e == boolean(v)
+}
+
+/// `e` simplified bottom-up; `schema` is the input it is evaluated over (for nullability).
+pub fn simplify(e: Expr, schema: &PlanSchema) -> Expr {
+    e.transform_up(&mut |x| simplify_node(x, schema))
+}
+
+fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
+    match e {
+        Expr::Binary {
+            left,
+            op: BinaryOp::And,
+            right,
+        } => match (*left, *right) {
+            (l, r) if is_bool(&l, true) => r,
+            (l, r) if is_bool(&r, true) => l,
+            (l, r) if is_bool(&l, false) || is_bool(&r, false) => boolean(false),
+            (l, r) => l.and(r),
+        },
+        Expr::Binary {
+            left,
+            op: BinaryOp::Or,
+            right,
+        } => match (*left, *right) {
+            (l, r) if is_bool(&l, false) => r,
+            (l, r) if is_bool(&r, false) => l,
+            (l, r) if is_bool(&l, true) || is_bool(&r, true) => boolean(true),
+            (l, r) => l.or(r),
+        },
+        Expr::Not(inner) => match *inner {
+            Expr::Not(x) => *x,
+            Expr::Literal(ScalarValue::Boolean(b)) => boolean(!b),
+            Expr::Binary { left, op, right } if op.is_comparison() => Expr::Binary {
+                left,
+                op: negate(op),
+                right,
+            },
+            other => Expr::Not(Box::new(other)),
+        },
+        Expr::InList {
+            expr,
+            mut list,
+            negated,
+        } if list.len() == 1 => {
+            let v = list.pop().expect("one element");
+            Expr::Binary {
+                left: expr,
+                op: if negated {
+                    BinaryOp::NotEq
+                } else {
+                    BinaryOp::Eq
+                },
+                right: Box::new(v),
+            }
+        }
+        Expr::Binary {
+            left,
+            op: BinaryOp::Eq,
+            right,
+        } if left == right && !left.nullable(schema) && is_deterministic(&left) => boolean(true),
+        other => other,
+    }
+}
+
+fn negate(op: BinaryOp) -> BinaryOp {
+    match op {
+        BinaryOp::Eq => BinaryOp::NotEq,
+        BinaryOp::NotEq => BinaryOp::Eq,
+        BinaryOp::Lt => BinaryOp::GtEq,
+        BinaryOp::LtEq => BinaryOp::Gt,
+        BinaryOp::Gt => BinaryOp::LtEq,
+        BinaryOp::GtEq => BinaryOp::Lt,
+        other => other,
+    }
+}
+
+/// Every expression morsel has is deterministic except those that may fail on some rows
+/// (their failure must not be optimized away): division and casts.
+fn is_deterministic(e: &Expr) -> bool {
+    let mut ok = true;
+    e.visit(&mut |x| {
+        if matches!(
+            x,
+            Expr::Cast { .. }
+                | Expr::Binary {
+                    op: BinaryOp::Divide | BinaryOp::IntDivide | BinaryOp::Modulo,
+                    ..
+                }
+        ) {
+            ok = false;
+        }
+    });
+    ok
+}
+
+#[cfg(test)]
+mod tests {
+    use morsel_storage::DataType;
+
+    use super::simplify;
+    use crate::expr::{col, lit, Expr};
+    use crate::schema::{PlanField, PlanSchema};
+
+    fn schema() -> PlanSchema {
+        PlanSchema::new(vec![
+            PlanField::new(None, "a", DataType::Int64, true),
+            PlanField::new(None, "k", DataType::Int64, false),
+        ])
+    }
+
+    fn s(e: Expr) -> String {
+        simplify(e, &schema()).to_string()
+    }
+
+    #[test]
+    fn simplifies_under_three_valued_logic() {
+        let p = col("a").gt(lit(1));
+        assert_eq!(s(p.clone().and(lit(true))), "a > 1");
+        assert_eq!(s(p.clone().and(lit(false))), "false");
+        assert_eq!(s(p.clone().or(lit(true))), "true");
+        assert_eq!(s(p.clone().or(lit(false))), "a > 1");
+        assert_eq!(s(!!p.clone()), "a > 1");
+        assert_eq!(s(!p), "a <= 1");
+        let one = Expr::InList {
+            expr: Box::new(col("a")),
+            list: vec![lit(3)],
+            negated: true,
+        };
+        assert_eq!(s(one), "a <> 3");
+        // x = x is TRUE only when x cannot be NULL.
+        assert_eq!(s(col("k").eq(col("k"))), "true");
+        assert_eq!(s(col("a").eq(col("a"))), "a = a");
+    }
+}
