@@ -104,3 +104,16 @@ fn explain_graphviz_is_a_digraph() {
     assert!(dot.starts_with("digraph plan {"), "{dot}");
     assert!(dot.contains("->"), "{dot}");
 }
+
+#[test]
+fn filters_reach_every_union_input() {
+    let s = Session::with_threads(1);
+    let plan = lines(
+        &s,
+        "EXPLAIN SELECT * FROM (SELECT id FROM 'tests/data/people.csv' UNION ALL SELECT order_id FROM 'tests/data/orders.csv') u WHERE id > 5",
+    )
+    .join("\n");
+    assert!(plan.contains("filters=[id > 5]"), "{plan}");
+    assert!(plan.contains("filters=[order_id > 5]"), "{plan}");
+    assert!(!plan.contains("Filter:"), "{plan}");
+}

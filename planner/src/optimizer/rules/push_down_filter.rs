@@ -1,7 +1,7 @@
 //! Moves filter conjuncts as close to the data as they can go: through projections (when they
-//! read only passed-through columns), sorts, aliases and joins (to the side that owns their
-//! columns, respecting outer-join semantics), onto an aggregate's input (when they read only
-//! group columns), and into the scan itself. An equality between the two sides of an inner
+//! read only passed-through columns), sorts, aliases, DISTINCT, into every input of a UNION,
+//! and joins (to the side that owns their columns, respecting outer-join semantics), onto an
+//! aggregate's input (when they read only group columns), and into the scan itself. An equality between the two sides of an inner
 //! join becomes a join key, so `FROM a, b WHERE a.x = b.y` runs as a hash join.
 
 use crate::error::PlanResult;
@@ -292,6 +292,41 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             };
             Ok(keep_above(join, kept))
         }
+        LogicalPlan::Union { inputs, schema } => {
+            // Output column i is column i of every input: each input gets the conjuncts
+            // rewritten onto its own columns; a conjunct some input cannot take stays above.
+            let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); inputs.len()];
+            let mut kept = Vec::new();
+            for p in preds {
+                let per_input: Option<Vec<Expr>> = inputs
+                    .iter()
+                    .map(|input| {
+                        let ins = input.schema();
+                        remap(&p, &|c: &ColumnRef| {
+                            schema
+                                .index_of(c)
+                                .ok()
+                                .map(|i| Expr::Column(ins.field(i).column_ref()))
+                                .filter(|e| resolves(e, ins))
+                        })
+                    })
+                    .collect();
+                match per_input {
+                    Some(ps) => pushed.iter_mut().zip(ps).for_each(|(v, p)| v.push(p)),
+                    None => kept.push(p),
+                }
+            }
+            let inputs = inputs
+                .into_iter()
+                .zip(pushed)
+                .map(|(input, ps)| push(input, ps))
+                .collect::<PlanResult<Vec<_>>>()?;
+            Ok(keep_above(LogicalPlan::Union { inputs, schema }, kept))
+        }
+        // Filtering commutes with removing duplicates.
+        LogicalPlan::Distinct { input } => Ok(LogicalPlan::Distinct {
+            input: Box::new(push(*input, preds)?),
+        }),
         other => {
             let other = other.map_children(rewrite)?;
             Ok(keep_above(other, preds))
