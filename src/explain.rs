@@ -15,6 +15,7 @@ use morsel_sql::ExplainFormat;
 use morsel_storage::{Batch, Column, DataType, Field, Schema, Utf8Builder};
 
 use crate::error::Result;
+use crate::format::json_string;
 use crate::lazy::QueryResult;
 use crate::session::Session;
 
@@ -430,24 +431,6 @@ fn profile_text(p: &QueryProfile) -> String {
     t
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// The profile as JSON. Schema (stable): `{threads, wall_ms, cpu_ms, optimize_ms,
 /// result_rows, pipelines: [{source, wall_ms, merge_ms, morsels, morsels_per_worker: [..],
 /// stages: [{name, estimated_rows|null, rows, batches, bytes, cpu_ms, cpu_ms_per_worker:
@@ -472,7 +455,7 @@ fn profile_json(p: &QueryProfile) -> String {
         let _ = write!(
             t,
             "\n  {{\"source\": {}, \"wall_ms\": {}, \"merge_ms\": {}, \"morsels\": {}, \"morsels_per_worker\": [{}], \"stages\": [",
-            json_str(&pl.source),
+            json_string(&pl.source),
             ms(pl.wall_ns),
             ms(pl.finish_ns),
             pl.morsels,
@@ -486,7 +469,7 @@ fn profile_json(p: &QueryProfile) -> String {
             let _ = write!(
                 t,
                 "\n    {{\"name\": {}, \"estimated_rows\": {}, \"rows\": {}, \"batches\": {}, \"bytes\": {}, \"cpu_ms\": {}, \"cpu_ms_per_worker\": [{}]}}",
-                json_str(&s.name),
+                json_string(&s.name),
                 s.estimated_rows.map_or("null".to_string(), |e| format!("{e:.0}")),
                 s.rows,
                 s.batches,
@@ -498,7 +481,7 @@ fn profile_json(p: &QueryProfile) -> String {
         t.push_str("]}");
     }
     t.push_str("],\n \"hints\": [");
-    let hints: Vec<String> = p.hints().iter().map(|h| json_str(h)).collect();
+    let hints: Vec<String> = p.hints().iter().map(|h| json_string(h)).collect();
     t.push_str(&hints.join(", "));
     t.push_str("]}\n");
     t
@@ -510,7 +493,7 @@ fn plan_json(plan: &LogicalPlan) -> String {
         let _ = write!(
             out,
             "{{\"node\": {}, \"estimated_rows\": {:.0}, \"children\": [",
-            json_str(&p.node_line()),
+            json_string(&p.node_line()),
             estimate_rows(p)
         );
         for (i, c) in p.children().iter().enumerate() {
@@ -540,7 +523,7 @@ fn plan_dot(plan: &LogicalPlan) -> String {
         let _ = writeln!(
             out,
             "  n{id} [shape=box, label={}];",
-            json_str(&label).replace("\\\\n", "\\n")
+            json_string(&label).replace("\\\\n", "\\n")
         );
         for c in p.children() {
             let child = node(c, next, out);

@@ -83,7 +83,8 @@ pub fn render_table(schema: &Schema, batches: &[Batch]) -> String {
     out
 }
 
-fn json_string(s: &str) -> String {
+/// `s` as a JSON string literal.
+pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for ch in s.chars() {

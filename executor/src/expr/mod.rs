@@ -6,7 +6,9 @@ use morsel_storage::{Batch, Column, DataType, ScalarValue};
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::like::LikeMatcher;
-use crate::kernels::{arith, boolean, cast, compare, math, select, string, temporal, text};
+use crate::kernels::{
+    arith, boolean, cast, compare, int64_arg, math, select, string, temporal, text,
+};
 
 #[derive(Clone, Debug)]
 pub enum PhysExpr {
@@ -246,16 +248,6 @@ impl PhysExpr {
                 eval_function(*func, &cols, *ty, rows)?
             }
         })
-    }
-}
-
-fn int64_arg(c: &Column) -> ExecResult<&morsel_storage::PrimitiveColumn<i64>> {
-    match c {
-        Column::Int64(x) => Ok(x),
-        other => Err(ExecError::Internal(format!(
-            "expected BIGINT argument, got {}",
-            other.data_type()
-        ))),
     }
 }
 

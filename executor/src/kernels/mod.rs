@@ -13,7 +13,20 @@ pub mod string;
 pub mod temporal;
 pub mod text;
 
-use morsel_storage::Bitmap;
+use morsel_storage::{Bitmap, Column, PrimitiveColumn};
+
+use crate::error::{ExecError, ExecResult};
+
+/// A BIGINT argument column (the planner cast it).
+pub fn int64_arg(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
+    match c {
+        Column::Int64(x) => Ok(x),
+        other => Err(ExecError::Internal(format!(
+            "expected BIGINT argument, got {}",
+            other.data_type()
+        ))),
+    }
+}
 
 /// The validity of a row-wise combination of two columns: valid where both are.
 pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {

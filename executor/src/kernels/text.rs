@@ -7,18 +7,9 @@ use std::collections::HashMap;
 use morsel_storage::{BooleanColumn, Buffer, Column, PrimitiveColumn, Utf8Builder, Utf8Column};
 use regex::Regex;
 
+use super::int64_arg;
 use super::string::{as_utf8, map_str};
 use crate::error::{ExecError, ExecResult};
-
-fn int_arg(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
-    match c {
-        Column::Int64(x) => Ok(x),
-        other => Err(ExecError::Internal(format!(
-            "expected BIGINT, got {}",
-            other.data_type()
-        ))),
-    }
-}
 
 /// Builds a string column row by row from `f` (None = NULL).
 fn rows_to_utf8(rows: usize, mut f: impl FnMut(usize, &mut String) -> bool) -> Column {
@@ -63,7 +54,7 @@ pub fn replace(s: &Column, from: &Column, to: &Column) -> ExecResult<Column> {
 /// `split_part(s, delim, n)`: the n-th field (1-based; negative counts from the end), or ''
 /// when there is no such field. An empty delimiter splits into characters.
 pub fn split_part(s: &Column, delim: &Column, n: &Column) -> ExecResult<Column> {
-    let (s, delim, n) = (as_utf8(s)?, as_utf8(delim)?, int_arg(n)?);
+    let (s, delim, n) = (as_utf8(s)?, as_utf8(delim)?, int64_arg(n)?);
     Ok(rows_to_utf8(s.len(), |i, out| {
         let (Some(x), Some(d), Some(k)) = (s.get(i), delim.get(i), n.get(i)) else {
             return false;
@@ -92,7 +83,7 @@ pub fn split_part(s: &Column, delim: &Column, n: &Column) -> ExecResult<Column> 
 /// `left(s, n)` (`right` with `from_right`): the first (last) n characters; a negative n
 /// drops that many from the other end.
 pub fn left_right(s: &Column, n: &Column, from_right: bool) -> ExecResult<Column> {
-    let (s, n) = (as_utf8(s)?, int_arg(n)?);
+    let (s, n) = (as_utf8(s)?, int64_arg(n)?);
     Ok(rows_to_utf8(s.len(), |i, out| {
         let (Some(x), Some(k)) = (s.get(i), n.get(i)) else {
             return false;

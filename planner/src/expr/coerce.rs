@@ -235,15 +235,7 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             args,
             distinct,
         } => {
-            if args.len() != func.arity() {
-                return Err(PlanError::Invalid(format!(
-                    "{}() takes {} argument{}, got {}",
-                    func.name(),
-                    func.arity(),
-                    if func.arity() == 1 { "" } else { "s" },
-                    args.len()
-                )));
-            }
+            func.check_arity(args.len()).map_err(PlanError::Invalid)?;
             let mut out = Vec::with_capacity(args.len());
             for (n, a) in args.into_iter().enumerate() {
                 let (a, t) = typed(a, schema)?;

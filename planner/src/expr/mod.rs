@@ -253,6 +253,19 @@ impl AggFunc {
             _ => 1,
         }
     }
+
+    /// An error message if `n` arguments are the wrong number for this function.
+    pub fn check_arity(self, n: usize) -> Result<(), String> {
+        let want = self.arity();
+        if n == want {
+            return Ok(());
+        }
+        Err(format!(
+            "{}() takes {want} argument{}, got {n}",
+            self.name(),
+            if want == 1 { "" } else { "s" }
+        ))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

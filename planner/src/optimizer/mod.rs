@@ -19,6 +19,19 @@ pub struct Transformed<T> {
     pub changed: bool,
 }
 
+impl Transformed<LogicalPlan> {
+    /// Applies `rewrite` to `plan`; changed when the plan's text differs afterwards.
+    pub fn by_text(
+        plan: LogicalPlan,
+        rewrite: impl FnOnce(LogicalPlan) -> PlanResult<LogicalPlan>,
+    ) -> PlanResult<Self> {
+        let before = plan.to_string();
+        let data = rewrite(plan)?;
+        let changed = data.to_string() != before;
+        Ok(Transformed { data, changed })
+    }
+}
+
 pub trait OptimizerRule: Send + Sync {
     fn name(&self) -> &'static str;
     fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>>;

@@ -323,14 +323,7 @@ impl Binder<'_> {
                         return Err(SqlError::invalid(format!("{name}(*) is not a function")));
                     }
                 };
-                if args.len() != func.arity() {
-                    return Err(SqlError::invalid(format!(
-                        "{name}() takes {} argument{}, got {}",
-                        func.arity(),
-                        if func.arity() == 1 { "" } else { "s" },
-                        args.len()
-                    )));
-                }
+                func.check_arity(args.len()).map_err(SqlError::invalid)?;
                 let (func, args) = match &f.filter {
                     // agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): aggregates skip
                     // NULLs, and count(*) counts the rows where c holds.

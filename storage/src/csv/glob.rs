@@ -50,15 +50,7 @@ fn walk(dir: &Path, parts: &[&str], out: &mut Vec<PathBuf>, relative: bool) -> i
         return Ok(());
     }
     if !is_pattern(first) {
-        let next = join(std::ffi::OsStr::new(first));
-        if rest.is_empty() {
-            if next.is_file() {
-                out.push(next);
-            }
-        } else if next.is_dir() {
-            walk(&next, rest, out, relative)?;
-        }
-        return Ok(());
+        return descend(join(std::ffi::OsStr::new(first)), rest, out, relative);
     }
     for entry in read_dir_sorted(dir)? {
         let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
@@ -70,14 +62,19 @@ fn walk(dir: &Path, parts: &[&str], out: &mut Vec<PathBuf>, relative: bool) -> i
         if !matches(first.as_bytes(), name.as_bytes()) {
             continue;
         }
-        let next = join(std::ffi::OsStr::new(name));
-        if rest.is_empty() {
-            if next.is_file() {
-                out.push(next);
-            }
-        } else if next.is_dir() {
-            walk(&next, rest, out, relative)?;
+        descend(join(std::ffi::OsStr::new(name)), rest, out, relative)?;
+    }
+    Ok(())
+}
+
+/// `next` matched the current component: a file if it was the last, else a folder to walk.
+fn descend(next: PathBuf, rest: &[&str], out: &mut Vec<PathBuf>, relative: bool) -> io::Result<()> {
+    if rest.is_empty() {
+        if next.is_file() {
+            out.push(next);
         }
+    } else if next.is_dir() {
+        walk(&next, rest, out, relative)?;
     }
     Ok(())
 }

@@ -16,13 +16,9 @@ impl OptimizerRule for PushDownProjection {
     }
 
     fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        let before = plan.to_string();
-        let required = all_columns(plan.schema());
-        let after = prune(plan, required)?;
-        let changed = after.to_string() != before;
-        Ok(Transformed {
-            data: after,
-            changed,
+        Transformed::by_text(plan, |p| {
+            let required = all_columns(p.schema());
+            prune(p, required)
         })
     }
 }

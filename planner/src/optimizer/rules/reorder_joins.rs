@@ -29,69 +29,53 @@ impl OptimizerRule for ReorderJoins {
     }
 
     fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        let before = plan.to_string();
-        let after = rewrite(plan)?;
-        let changed = after.to_string() != before;
-        Ok(Transformed {
-            data: after,
-            changed,
-        })
+        Transformed::by_text(plan, rewrite)
     }
 }
 
 fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
-    match plan {
-        // A filter right above the region: its conjuncts are the region's conditions too (so
-        // comma joins become hash joins even with filter pushdown switched off).
-        LogicalPlan::Filter { input, predicate }
-            if matches!(
-                input.as_ref(),
-                LogicalPlan::Join {
-                    kind: JoinKind::Inner,
-                    ..
-                }
-            ) =>
-        {
-            let original = LogicalPlan::Filter {
-                input: input.clone(),
-                predicate: predicate.clone(),
-            };
-            let mut leaves = Vec::new();
-            let mut conditions = Vec::new();
-            flatten((*input).clone(), &mut leaves, &mut conditions);
-            // Conjuncts, with terms common to every OR branch factored out (as filter pushdown
-            // does), so such terms can become keys here too.
-            conditions.extend(conjuncts(predicate.clone()));
-            let leaves = leaves
-                .into_iter()
-                .map(rewrite)
-                .collect::<PlanResult<Vec<_>>>()?;
-            match reorder(leaves, conditions, input.schema())? {
-                Some(better) if better.to_string() != original.to_string() => Ok(better),
-                _ => Ok(LogicalPlan::Filter {
-                    input: Box::new(rewrite(*input)?),
-                    predicate,
-                }),
+    let is_region = |p: &LogicalPlan| {
+        matches!(
+            p,
+            LogicalPlan::Join {
+                kind: JoinKind::Inner,
+                ..
+            }
+        )
+    };
+    // A region of inner joins, with the filter right above it if any: its conjuncts are the
+    // region's conditions too (so comma joins become hash joins even with filter pushdown
+    // switched off).
+    let region = match &plan {
+        LogicalPlan::Filter { input, predicate } if is_region(input) => {
+            Some((input.as_ref(), Some(predicate)))
+        }
+        p if is_region(p) => Some((p, None)),
+        _ => None,
+    };
+    if let Some((join, predicate)) = region {
+        if let Some(better) = reorder_region(join, predicate)? {
+            if better.to_string() != plan.to_string() {
+                return Ok(better);
             }
         }
-        join @ LogicalPlan::Join {
-            kind: JoinKind::Inner,
-            ..
-        } => {
-            let mut leaves = Vec::new();
-            let mut conditions = Vec::new();
-            flatten(join.clone(), &mut leaves, &mut conditions);
-            let leaves = leaves
-                .into_iter()
-                .map(rewrite)
-                .collect::<PlanResult<Vec<_>>>()?;
-            match reorder(leaves, conditions, join.schema())? {
-                Some(better) if better.to_string() != join.to_string() => Ok(better),
-                _ => join.map_children(rewrite),
-            }
-        }
-        other => other.map_children(rewrite),
     }
+    plan.map_children(rewrite)
+}
+
+/// The greedy order of the region rooted at `join` (with `predicate`'s conjuncts added).
+fn reorder_region(join: &LogicalPlan, predicate: Option<&Expr>) -> PlanResult<Option<LogicalPlan>> {
+    let mut leaves = Vec::new();
+    let mut conditions = Vec::new();
+    flatten(join.clone(), &mut leaves, &mut conditions);
+    // Conjuncts, with terms common to every OR branch factored out (as filter pushdown does),
+    // so such terms can become keys here too.
+    conditions.extend(predicate.cloned().map(conjuncts).unwrap_or_default());
+    let leaves = leaves
+        .into_iter()
+        .map(rewrite)
+        .collect::<PlanResult<Vec<_>>>()?;
+    reorder(leaves, conditions, join.schema())
 }
 
 /// Collects the inputs and conditions of the inner-join region rooted at `plan`.

@@ -20,13 +20,7 @@ impl OptimizerRule for SimplifyExpressions {
     }
 
     fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        let before = plan.to_string();
-        let after = rewrite(plan)?;
-        let changed = after.to_string() != before;
-        Ok(Transformed {
-            data: after,
-            changed,
-        })
+        Transformed::by_text(plan, rewrite)
     }
 }
 
