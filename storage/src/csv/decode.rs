@@ -6,11 +6,13 @@
 //! for the first offending record in file order, whichever column finds it.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::error::{CsvError, CsvErrorKind};
 use super::split::Block;
 use super::tokenize::{field_bytes, Dialect, FieldSpan, TokenError, TokenErrorKind, Tokenizer};
 use crate::batch::Batch;
+use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnBuilder};
 use crate::datatype::{DataType, SchemaRef};
 use crate::parse;
@@ -29,6 +31,28 @@ pub struct DecodedBlock {
     pub seq: u64,
     pub batch: Batch,
     pub skipped: Vec<SkippedRow>,
+    /// Records read from the block (before any filter).
+    pub rows_read: usize,
+    /// Time finding field boundaries, and parsing fields into columns (nanoseconds).
+    pub tokenize_ns: u64,
+    pub decode_ns: u64,
+}
+
+/// A filter that [`BlockDecoder::decode_filtered`] evaluates while decoding: it reads the
+/// projected columns at `slots` (positions in the decoder's output schema) and says which
+/// rows to keep.
+pub trait DecodeFilter {
+    type Error;
+    fn slots(&self) -> &[usize];
+    /// `batch` holds the `slots` columns, in that order.
+    fn keep(&self, batch: &Batch) -> Result<Bitmap, Self::Error>;
+}
+
+/// Why [`BlockDecoder::decode_filtered`] failed.
+#[derive(Debug)]
+pub enum FilteredDecodeError<E> {
+    Csv(CsvError),
+    Filter(E),
 }
 
 /// Decodes blocks of one file; shared by all workers (it holds no per-block state).
@@ -189,7 +213,9 @@ impl BlockDecoder {
     /// Decodes a block; on malformed input returns the first error in file order, or with
     /// `ignore_errors` skips the offending records and lists them.
     pub fn decode(&self, block: &Block) -> Result<DecodedBlock, CsvError> {
+        let started = Instant::now();
         let tokenized = self.tokenize(block);
+        let tokenize_ns = started.elapsed().as_nanos() as u64;
         let rows = tokenized.lines.len();
         let width = self.projection.len();
         let buf = &block.data[..];
@@ -270,7 +296,142 @@ impl BlockDecoder {
             seq: block.seq,
             batch,
             skipped,
+            rows_read: rows,
+            tokenize_ns,
+            decode_ns: (started.elapsed().as_nanos() as u64).saturating_sub(tokenize_ns),
         })
+    }
+
+    /// Decodes a block keeping only the rows `filter` accepts: the filter's columns are
+    /// parsed first, the filter runs on them, and the other projected columns are then built
+    /// only for the kept rows. Fields of dropped rows are still parsed (and discarded), so a
+    /// malformed value is reported whatever the filter says. A block holding any error, and
+    /// every block under `ignore_errors` (whose skipped rows the filter must not see), is
+    /// decoded whole and filtered after, so errors are exactly the unfiltered ones.
+    pub fn decode_filtered<F: DecodeFilter>(
+        &self,
+        block: &Block,
+        filter: &F,
+    ) -> Result<DecodedBlock, FilteredDecodeError<F::Error>> {
+        if self.ignore_errors {
+            return self.decode_then_filter(block, filter);
+        }
+        let started = Instant::now();
+        let tokenized = self.tokenize(block);
+        let tokenize_ns = started.elapsed().as_nanos() as u64;
+        if tokenized.stop.is_some() {
+            return self.decode_then_filter(block, filter);
+        }
+        let rows = tokenized.lines.len();
+        let buf = &block.data[..];
+        let slots = filter.slots();
+        let mut filter_columns = Vec::with_capacity(slots.len());
+        for &slot in slots {
+            match self.parse_column(buf, &tokenized, slot, None) {
+                Some(c) => filter_columns.push(c),
+                None => return self.decode_then_filter(block, filter),
+            }
+        }
+        let filter_batch = self.slots_batch(slots, filter_columns, rows);
+        let keep = filter
+            .keep(&filter_batch)
+            .map_err(FilteredDecodeError::Filter)?;
+        let kept = keep.count_ones();
+        let mut columns: Vec<Option<Column>> = vec![None; self.projection.len()];
+        for (i, &slot) in slots.iter().enumerate() {
+            let c = filter_batch.column(i);
+            columns[slot] = Some(if kept == rows {
+                c.clone()
+            } else {
+                c.filter(&keep)
+            });
+        }
+        for (slot, column) in columns.iter_mut().enumerate() {
+            if column.is_none() {
+                match self.parse_column(buf, &tokenized, slot, Some(&keep)) {
+                    Some(c) => *column = Some(c),
+                    None => return self.decode_then_filter(block, filter),
+                }
+            }
+        }
+        let columns = columns.into_iter().flatten().collect();
+        let batch = Batch::try_new(self.out_schema.clone(), columns, kept)
+            .expect("decoder builds columns of the schema's types and equal lengths");
+        Ok(DecodedBlock {
+            seq: block.seq,
+            batch,
+            skipped: Vec::new(),
+            rows_read: rows,
+            tokenize_ns,
+            decode_ns: (started.elapsed().as_nanos() as u64).saturating_sub(tokenize_ns),
+        })
+    }
+
+    /// The slow path of [`Self::decode_filtered`]: decode everything, then filter.
+    fn decode_then_filter<F: DecodeFilter>(
+        &self,
+        block: &Block,
+        filter: &F,
+    ) -> Result<DecodedBlock, FilteredDecodeError<F::Error>> {
+        let mut d = self.decode(block).map_err(FilteredDecodeError::Csv)?;
+        let rows = d.batch.num_rows();
+        let slots = filter.slots();
+        let cols = slots.iter().map(|&s| d.batch.column(s).clone()).collect();
+        let keep = filter
+            .keep(&self.slots_batch(slots, cols, rows))
+            .map_err(FilteredDecodeError::Filter)?;
+        let kept = keep.count_ones();
+        if kept < rows {
+            let columns = d.batch.columns().iter().map(|c| c.filter(&keep)).collect();
+            d.batch = Batch::try_new(self.out_schema.clone(), columns, kept)
+                .expect("filtering keeps the schema");
+        }
+        Ok(d)
+    }
+
+    /// A batch of the output columns at `slots`.
+    fn slots_batch(&self, slots: &[usize], columns: Vec<Column>, rows: usize) -> Batch {
+        Batch::try_new(Arc::new(self.out_schema.project(slots)), columns, rows)
+            .expect("decoder builds columns of the schema's types and equal lengths")
+    }
+
+    /// Parses projected column `slot` of every tokenized row, appending only the rows
+    /// `keep` selects (all when `None`) and parsing the others into a scratch builder just
+    /// to check them. `None` when any field fails to parse.
+    fn parse_column(
+        &self,
+        buf: &[u8],
+        tokenized: &Tokenized,
+        slot: usize,
+        keep: Option<&Bitmap>,
+    ) -> Option<Column> {
+        let width = self.projection.len();
+        let rows = tokenized.lines.len();
+        let ty = self.file_schema.field(self.projection[slot]).data_type;
+        let quote = self.dialect.quote.unwrap_or(b'"');
+        let mut scratch = Vec::new();
+        let mut builder = ColumnBuilder::with_capacity(ty, keep.map_or(rows, Bitmap::count_ones));
+        let mut discard = ColumnBuilder::with_capacity(ty, 0);
+        for row in 0..rows {
+            let out = if keep.is_none_or(|k| k.get(row)) {
+                &mut builder
+            } else {
+                discard.truncate(0);
+                &mut discard
+            };
+            let span = tokenized.spans[row * width + slot];
+            if span == MISSING {
+                out.push_null();
+                continue;
+            }
+            let bytes = field_bytes(buf, span, quote, &mut scratch);
+            if self.is_null(span, bytes) {
+                out.push_null();
+            } else if push_parsed(out, bytes).is_err() {
+                return None;
+            }
+        }
+        Some(builder.finish())
     }
 }
 

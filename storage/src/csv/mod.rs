@@ -22,7 +22,7 @@ mod split;
 mod tokenize;
 mod writer;
 
-pub use decode::{BlockDecoder, DecodedBlock, SkippedRow};
+pub use decode::{BlockDecoder, DecodeFilter, DecodedBlock, FilteredDecodeError, SkippedRow};
 pub use error::{CsvError, CsvErrorKind};
 pub use infer::{ColumnInference, InferenceReport};
 pub use input::CsvInput;
