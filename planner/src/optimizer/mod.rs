@@ -7,7 +7,10 @@ mod rules;
 
 use std::time::{Duration, Instant};
 
-pub use rules::{PushDownFilter, PushDownProjection, ReorderJoins, SimplifyExpressions};
+pub use rules::{
+    CommonSubexpressions, PushDownFilter, PushDownLimit, PushDownProjection, ReorderJoins,
+    SimplifyExpressions,
+};
 
 use crate::error::PlanResult;
 use crate::plan::LogicalPlan;
@@ -46,6 +49,11 @@ pub struct RuleTrace {
     pub plan: String,
 }
 
+/// Rules the executor applies while compiling a plan (not plan rewrites), switchable off by
+/// name like the optimizer's: `fuse_expressions` compiles elementwise subtrees into fused
+/// programs.
+pub const EXECUTION_RULES: &[&str] = &["fuse_expressions"];
+
 pub struct Optimizer {
     rules: Vec<Box<dyn OptimizerRule>>,
     max_passes: usize,
@@ -58,7 +66,9 @@ impl Default for Optimizer {
                 Box::new(SimplifyExpressions),
                 Box::new(PushDownFilter),
                 Box::new(ReorderJoins),
+                Box::new(PushDownLimit),
                 Box::new(PushDownProjection),
+                Box::new(CommonSubexpressions),
             ],
             max_passes: 8,
         }
@@ -78,10 +88,13 @@ impl Optimizer {
     pub fn without(disabled: &[String]) -> PlanResult<Self> {
         let mut o = Self::default();
         for name in disabled {
-            if !o.rules.iter().any(|r| r.name().eq_ignore_ascii_case(name)) {
+            let known = o.rules.iter().any(|r| r.name().eq_ignore_ascii_case(name))
+                || EXECUTION_RULES.iter().any(|r| r.eq_ignore_ascii_case(name));
+            if !known {
                 return Err(crate::PlanError::Invalid(format!(
-                    "no optimizer rule named {name}; the rules are {}",
-                    o.rule_names().join(", ")
+                    "no optimizer rule named {name}; the rules are {}, {}",
+                    o.rule_names().join(", "),
+                    EXECUTION_RULES.join(", ")
                 )));
             }
         }
@@ -90,6 +103,7 @@ impl Optimizer {
         Ok(o)
     }
 
+    /// The plan rewrites, in order (the execution rules are listed in [`EXECUTION_RULES`]).
     pub fn rule_names(&self) -> Vec<&'static str> {
         self.rules.iter().map(|r| r.name()).collect()
     }

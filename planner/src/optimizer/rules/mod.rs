@@ -1,11 +1,15 @@
 //! Optimizer rules, one per file.
 
+mod common_subexpressions;
 mod push_down_filter;
+mod push_down_limit;
 mod push_down_projection;
 mod reorder_joins;
 mod simplify_expressions;
 
+pub use common_subexpressions::CommonSubexpressions;
 pub use push_down_filter::PushDownFilter;
+pub use push_down_limit::PushDownLimit;
 pub use push_down_projection::PushDownProjection;
 pub use reorder_joins::ReorderJoins;
 pub use simplify_expressions::SimplifyExpressions;

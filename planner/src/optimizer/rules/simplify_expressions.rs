@@ -2,7 +2,10 @@
 //! three-valued logic: `x AND TRUE` is `x`, `x AND FALSE` is `FALSE` (also for a NULL `x`),
 //! `x OR TRUE` is `TRUE`, `x OR FALSE` is `x`, `NOT NOT x` is `x`, `NOT (a < b)` is `a >= b`,
 //! a one-element `IN` list is an equality, and `x = x` is `TRUE` when `x` cannot be NULL. A
-//! filter left with `TRUE` disappears.
+//! filter left with `TRUE` disappears. Constants fold: arithmetic, comparisons, negation and
+//! casts of literals are computed once here (`8101 - 8035` becomes `66`), except where the
+//! computation would fail (overflow, division by zero, a bad cast), which is left for run
+//! time so that it fails only if a row reaches it.
 
 use morsel_storage::ScalarValue;
 
@@ -140,12 +143,101 @@ fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
                 right: Box::new(v),
             }
         }
+        Expr::Binary { left, op, right }
+            if matches!((&*left, &*right), (Expr::Literal(_), Expr::Literal(_))) =>
+        {
+            match (&*left, &*right) {
+                (Expr::Literal(l), Expr::Literal(r)) => match fold_binary(l, op, r) {
+                    Some(v) => Expr::Literal(v),
+                    None => Expr::Binary { left, op, right },
+                },
+                _ => Expr::Binary { left, op, right },
+            }
+        }
+        Expr::Negative(inner) => match *inner {
+            Expr::Literal(ScalarValue::Int64(v)) if v != i64::MIN => {
+                Expr::Literal(ScalarValue::Int64(-v))
+            }
+            Expr::Literal(ScalarValue::Int32(v)) if v != i32::MIN => {
+                Expr::Literal(ScalarValue::Int32(-v))
+            }
+            Expr::Literal(ScalarValue::Float64(v)) => Expr::Literal(ScalarValue::Float64(-v)),
+            other => Expr::Negative(Box::new(other)),
+        },
+        Expr::Cast { expr, to } => match *expr {
+            Expr::Literal(v) if !v.is_null() => match v.cast_to(to) {
+                Ok(c) => Expr::Literal(c),
+                Err(_) => Expr::Cast {
+                    expr: Box::new(Expr::Literal(v)),
+                    to,
+                },
+            },
+            other => Expr::Cast {
+                expr: Box::new(other),
+                to,
+            },
+        },
         Expr::Binary {
             left,
             op: BinaryOp::Eq,
             right,
         } if left == right && !left.nullable(schema) && is_deterministic(&left) => boolean(true),
         other => other,
+    }
+}
+
+/// `l op r` for two non-NULL literals of one type, when it cannot fail; `None` leaves the
+/// expression as it is.
+fn fold_binary(l: &ScalarValue, op: BinaryOp, r: &ScalarValue) -> Option<ScalarValue> {
+    use std::cmp::Ordering;
+    use ScalarValue as V;
+    if op.is_comparison() {
+        let ord = match (l, r) {
+            (V::Int64(a), V::Int64(b)) | (V::Timestamp(a), V::Timestamp(b)) => a.cmp(b),
+            (V::Int32(a), V::Int32(b)) | (V::Date32(a), V::Date32(b)) => a.cmp(b),
+            (V::Boolean(a), V::Boolean(b)) => a.cmp(b),
+            (V::Utf8(a), V::Utf8(b)) => a.as_bytes().cmp(b.as_bytes()),
+            // NaN equals NaN and sorts above every number, as at run time.
+            (V::Float64(a), V::Float64(b)) => a
+                .partial_cmp(b)
+                .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan())),
+            _ => return None,
+        };
+        let holds = match op {
+            BinaryOp::Eq => ord == Ordering::Equal,
+            BinaryOp::NotEq => ord != Ordering::Equal,
+            BinaryOp::Lt => ord == Ordering::Less,
+            BinaryOp::LtEq => ord != Ordering::Greater,
+            BinaryOp::Gt => ord == Ordering::Greater,
+            _ => ord != Ordering::Less,
+        };
+        return Some(V::Boolean(holds));
+    }
+    macro_rules! int {
+        ($a:expr, $b:expr, $wrap:path) => {
+            match op {
+                BinaryOp::Plus => $a.checked_add(*$b),
+                BinaryOp::Minus => $a.checked_sub(*$b),
+                BinaryOp::Multiply => $a.checked_mul(*$b),
+                BinaryOp::IntDivide => $a.checked_div(*$b),
+                BinaryOp::Modulo => $a.checked_rem(*$b),
+                _ => None,
+            }
+            .map($wrap)
+        };
+    }
+    match (l, r) {
+        (V::Int64(a), V::Int64(b)) => int!(a, b, V::Int64),
+        (V::Int32(a), V::Int32(b)) => int!(a, b, V::Int32),
+        (V::Float64(a), V::Float64(b)) => Some(V::Float64(match op {
+            BinaryOp::Plus => a + b,
+            BinaryOp::Minus => a - b,
+            BinaryOp::Multiply => a * b,
+            BinaryOp::Divide | BinaryOp::IntDivide => a / b,
+            BinaryOp::Modulo => a % b,
+            _ => return None,
+        })),
+        _ => None,
     }
 }
 
@@ -217,5 +309,25 @@ mod tests {
         // x = x is TRUE only when x cannot be NULL.
         assert_eq!(s(col("k").eq(col("k"))), "true");
         assert_eq!(s(col("a").eq(col("a"))), "a = a");
+    }
+
+    #[test]
+    fn folds_constants_unless_they_would_fail() {
+        assert_eq!(s(col("a").gt(lit(8101) - lit(8035))), "a > 66");
+        assert_eq!(
+            s(lit(2.5) * lit(4.0) + col("a").cast(DataType::Float64)),
+            "10.0 + CAST(a AS DOUBLE)"
+        );
+        assert_eq!(s(lit(3).lt(lit(4)).and(col("a").gt(lit(1)))), "a > 1");
+        assert_eq!(s(lit(1).cast(DataType::Float64)), "1.0");
+        // Overflow and division by zero stay, to fail at run time if a row reaches them.
+        assert_eq!(s(lit(i64::MAX) + lit(1)), "9223372036854775807 + 1");
+        let div = Expr::Binary {
+            left: Box::new(lit(1)),
+            op: crate::expr::BinaryOp::IntDivide,
+            right: Box::new(lit(0)),
+        };
+        assert_eq!(s(div), "1 // 0");
+        assert_eq!(s(lit("x").cast(DataType::Int64)), "CAST('x' AS BIGINT)");
     }
 }
