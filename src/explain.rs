@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use morsel_executor::{ExecContext, PipelineStats, StageStats};
+use morsel_executor::{PipelineStats, ScanMetrics, StageStats};
 use morsel_planner::optimizer::cardinality::estimate_rows;
 use morsel_planner::{LogicalPlan, Optimizer};
 use morsel_sql::ExplainFormat;
@@ -117,7 +117,7 @@ pub(crate) fn run_profiled(
     let start = Instant::now();
     let optimized = session.optimizer()?.optimize(plan.clone(), None)?;
     let optimize_time = start.elapsed();
-    let ctx = ExecContext::new(threads);
+    let ctx = session.exec_context();
     let run = Instant::now();
     let batches = morsel_executor::execute(&optimized, &ctx)?;
     let wall_time = run.elapsed();
@@ -155,9 +155,17 @@ pub(crate) fn explain(
             t.push_str(&profile_text(&profile));
             t
         }
-        (false, ExplainFormat::Json) => plan_json(&optimizer.optimize(plan.clone(), None)?),
+        (false, ExplainFormat::Json) => {
+            let optimized = optimizer.optimize(plan.clone(), None)?;
+            plan_json(&optimized, &pipelines(session, &optimized)?)
+        }
         (false, ExplainFormat::Graphviz) => plan_dot(&optimizer.optimize(plan.clone(), None)?),
-        (false, ExplainFormat::Text) => plan_text(&optimizer, plan, verbose)?,
+        (false, ExplainFormat::Text) => {
+            let mut text = plan_text(&optimizer, plan, verbose)?;
+            let optimized = optimizer.optimize(plan.clone(), None)?;
+            text.push_str(&pipelines_text(&pipelines(session, &optimized)?));
+            text
+        }
     };
     let mut b = Utf8Builder::default();
     for line in text.lines() {
@@ -210,6 +218,69 @@ fn plan_text(optimizer: &Optimizer, plan: &LogicalPlan, verbose: bool) -> Result
     }
     annotate(&optimized, 0, &mut text);
     Ok(text)
+}
+
+/// The pipelines `plan` would run, in order, described without running them.
+fn pipelines(session: &Session, plan: &LogicalPlan) -> Result<Vec<PipelineStats>> {
+    let mut ctx = session.exec_context();
+    ctx.explain_only = true;
+    morsel_executor::execute(plan, &ctx)?;
+    let pipelines = ctx.metrics.pipelines.lock().expect("metrics").clone();
+    Ok(pipelines)
+}
+
+/// The physical plan: each pipeline's stages with estimates and how each works.
+fn pipelines_text(pipelines: &[PipelineStats]) -> String {
+    let mut t = format!(
+        "\nPhysical plan: {} pipeline{}, run in this order (a sink ends each; the next reads \
+         its result)\n",
+        pipelines.len(),
+        if pipelines.len() == 1 { "" } else { "s" }
+    );
+    for (n, pl) in pipelines.iter().enumerate() {
+        // A file by its name (the scan line names the table).
+        let source = match pl.source.strip_prefix("csv ") {
+            Some(path) => format!("csv {}", path.rsplit('/').next().unwrap_or(path)),
+            None => pl.source.clone(),
+        };
+        let _ = writeln!(t, "Pipeline {}: {source}", n + 1);
+        let last = pl.stages.len().saturating_sub(1);
+        for (i, s) in pl.stages.iter().enumerate() {
+            let arrow = if i == last && pl.stages.len() > 1 {
+                "-> "
+            } else {
+                ""
+            };
+            let est = s
+                .estimated_rows
+                .map_or(String::new(), |e| format!("  (~{} rows)", count(e)));
+            wrap(&mut t, &format!("  {arrow}{}{est}", s.name), 4);
+            for d in &s.details {
+                wrap(&mut t, &format!("      {d}"), 8);
+            }
+        }
+    }
+    t
+}
+
+/// Writes `line` wrapped before column 100, continuation lines indented by `indent`.
+fn wrap(out: &mut String, line: &str, indent: usize) {
+    let text = line.trim_start();
+    let mut current = " ".repeat(line.len() - text.len());
+    let mut fresh = true;
+    for word in text.split(' ') {
+        if !fresh && current.chars().count() + word.chars().count() + 1 > 99 {
+            let _ = writeln!(out, "{current}");
+            current = " ".repeat(indent);
+            fresh = true;
+        }
+        if !fresh {
+            current.push(' ');
+        }
+        current.push_str(word);
+        fresh = false;
+    }
+    let _ = writeln!(out, "{current}");
 }
 
 /// The lines of `after` not in `before` (+) and of `before` not in `after` (-), in order.
@@ -391,6 +462,9 @@ fn profile_text(p: &QueryProfile) -> String {
                 time(stage_cpu(s)),
                 spread(&s.busy_ns_per_worker)
             );
+            for d in &s.details {
+                wrap(&mut t, &format!("    {d}"), 6);
+            }
             if s.bytes > 0 {
                 let secs = stage_cpu(s) as f64 / 1e9;
                 let _ = writeln!(
@@ -405,6 +479,9 @@ fn profile_text(p: &QueryProfile) -> String {
                     s.batches
                 );
             }
+            if let (0, Some(m)) = (i, &pl.scan) {
+                scan_lines(&mut t, m, s.rows);
+            }
         }
     }
     let _ = writeln!(
@@ -416,25 +493,42 @@ fn profile_text(p: &QueryProfile) -> String {
     if !hints.is_empty() {
         let _ = writeln!(t, "Hints:");
         for h in hints {
-            let mut line = String::from("  -");
-            for word in h.split(' ') {
-                if line.chars().count() + word.chars().count() + 1 > 98 {
-                    let _ = writeln!(t, "{line}");
-                    line = String::from("   ");
-                }
-                line.push(' ');
-                line.push_str(word);
-            }
-            let _ = writeln!(t, "{line}");
+            wrap(&mut t, &format!("  - {h}"), 4);
         }
     }
     t
 }
 
+/// A CSV scan's records read vs kept and its time split (read, tokenize, decode, filter).
+fn scan_lines(t: &mut String, m: &ScanMetrics, kept: u64) {
+    let filter = match m.filter_ns {
+        Some(ns) => format!(
+            "; kept {} by the filter while decoding ({:.1}%, filter {})",
+            count(kept as f64),
+            100.0 * kept as f64 / m.rows_read.max(1) as f64,
+            time(ns)
+        ),
+        None => String::new(),
+    };
+    wrap(
+        t,
+        &format!(
+            "    {} records read{filter}; read+split {} (one worker at a time), tokenize {}, \
+             parse {}",
+            count(m.rows_read as f64),
+            time(m.read_ns),
+            time(m.tokenize_ns),
+            time(m.decode_ns.saturating_sub(m.filter_ns.unwrap_or(0)))
+        ),
+        6,
+    );
+}
+
 /// The profile as JSON. Schema (stable): `{threads, wall_ms, cpu_ms, optimize_ms,
 /// result_rows, pipelines: [{source, wall_ms, merge_ms, morsels, morsels_per_worker: [..],
+/// scan: null | {rows_read, read_ms, tokenize_ms, parse_ms, filter_ms|null},
 /// stages: [{name, estimated_rows|null, rows, batches, bytes, cpu_ms, cpu_ms_per_worker:
-/// [..]}]}], hints: [..]}`.
+/// [..], details: [..]}]}], hints: [..]}`.
 fn profile_json(p: &QueryProfile) -> String {
     let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
     let mut t = String::new();
@@ -454,12 +548,20 @@ fn profile_json(p: &QueryProfile) -> String {
         let per: Vec<String> = pl.morsels_per_worker.iter().map(u64::to_string).collect();
         let _ = write!(
             t,
-            "\n  {{\"source\": {}, \"wall_ms\": {}, \"merge_ms\": {}, \"morsels\": {}, \"morsels_per_worker\": [{}], \"stages\": [",
+            "\n  {{\"source\": {}, \"wall_ms\": {}, \"merge_ms\": {}, \"morsels\": {}, \"morsels_per_worker\": [{}], \"scan\": {}, \"stages\": [",
             json_string(&pl.source),
             ms(pl.wall_ns),
             ms(pl.finish_ns),
             pl.morsels,
-            per.join(", ")
+            per.join(", "),
+            pl.scan.as_ref().map_or("null".to_string(), |m| format!(
+                "{{\"rows_read\": {}, \"read_ms\": {}, \"tokenize_ms\": {}, \"parse_ms\": {}, \"filter_ms\": {}}}",
+                m.rows_read,
+                ms(m.read_ns),
+                ms(m.tokenize_ns),
+                ms(m.decode_ns.saturating_sub(m.filter_ns.unwrap_or(0))),
+                m.filter_ns.map_or("null".to_string(), ms)
+            ))
         );
         for (j, s) in pl.stages.iter().enumerate() {
             if j > 0 {
@@ -468,27 +570,33 @@ fn profile_json(p: &QueryProfile) -> String {
             let workers: Vec<String> = s.busy_ns_per_worker.iter().map(|n| ms(*n)).collect();
             let _ = write!(
                 t,
-                "\n    {{\"name\": {}, \"estimated_rows\": {}, \"rows\": {}, \"batches\": {}, \"bytes\": {}, \"cpu_ms\": {}, \"cpu_ms_per_worker\": [{}]}}",
+                "\n    {{\"name\": {}, \"estimated_rows\": {}, \"rows\": {}, \"batches\": {}, \"bytes\": {}, \"cpu_ms\": {}, \"cpu_ms_per_worker\": [{}], \"details\": {}}}",
                 json_string(&s.name),
                 s.estimated_rows.map_or("null".to_string(), |e| format!("{e:.0}")),
                 s.rows,
                 s.batches,
                 s.bytes,
                 ms(stage_cpu(s)),
-                workers.join(", ")
+                workers.join(", "),
+                json_strings(&s.details)
             );
         }
         t.push_str("]}");
     }
-    t.push_str("],\n \"hints\": [");
-    let hints: Vec<String> = p.hints().iter().map(|h| json_string(h)).collect();
-    t.push_str(&hints.join(", "));
-    t.push_str("]}\n");
+    let _ = writeln!(t, "],\n \"hints\": {}}}", json_strings(&p.hints()));
     t
 }
 
-/// The optimized plan as JSON: `{"node": line, "estimated_rows": n, "children": [...]}`.
-fn plan_json(plan: &LogicalPlan) -> String {
+/// `["a", "b"]`.
+fn json_strings(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| json_string(s)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// The optimized plan and its pipelines as JSON: `{"plan": NODE, "pipelines": [{"source",
+/// "stages": [{"name", "estimated_rows", "details": [..]}]}]}`, where NODE is `{"node": line,
+/// "estimated_rows": n, "children": [NODE..]}`.
+fn plan_json(plan: &LogicalPlan, pipelines: &[PipelineStats]) -> String {
     fn node(p: &LogicalPlan, out: &mut String) {
         let _ = write!(
             out,
@@ -504,9 +612,34 @@ fn plan_json(plan: &LogicalPlan) -> String {
         }
         out.push_str("]}");
     }
-    let mut out = String::new();
+    let mut out = String::from("{\"plan\": ");
     node(plan, &mut out);
-    out.push('\n');
+    out.push_str(",\n \"pipelines\": [");
+    for (i, pl) in pipelines.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            "\n  {{\"source\": {}, \"stages\": [",
+            json_string(&pl.source)
+        );
+        for (j, s) in pl.stages.iter().enumerate() {
+            if j > 0 {
+                out.push_str(", ");
+            }
+            let _ = write!(
+                out,
+                "\n    {{\"name\": {}, \"estimated_rows\": {}, \"details\": {}}}",
+                json_string(&s.name),
+                s.estimated_rows
+                    .map_or("null".to_string(), |e| format!("{e:.0}")),
+                json_strings(&s.details)
+            );
+        }
+        out.push_str("]}");
+    }
+    out.push_str("]}\n");
     out
 }
 

@@ -32,7 +32,8 @@ pub use format::{render_json, render_table};
 pub use lazy::{GroupBy, LazyFrame, QueryResult};
 pub use session::Session;
 
-pub use morsel_executor::{ExecContext, PipelineStats, StageStats};
+pub use morsel_executor::{ExecContext, PipelineStats, ScanMetrics, StageStats};
+pub use morsel_planner::optimizer::{Optimizer, EXECUTION_RULES};
 pub use morsel_planner::{
     col, lit, lit_date, AggFunc, BinaryOp, Expr, JoinKind, LogicalPlan, ScalarFunc, SortExpr,
 };

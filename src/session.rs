@@ -67,8 +67,8 @@ impl Session {
     }
 
     /// Switches optimizer rules off by name (`simplify_expressions`, `push_down_filter`,
-    /// `reorder_joins`, `push_down_projection`) for this session's queries; an empty list
-    /// turns all back on.
+    /// `reorder_joins`, `push_down_projection`, and the executor's `fuse_expressions`) for
+    /// this session's queries; an empty list turns all back on.
     /// Results never change; plans (and speed) do. Also `SET disabled_optimizers = '...'`.
     pub fn set_disabled_rules(&self, names: &[&str]) -> Result<()> {
         let names: Vec<String> = names
@@ -93,7 +93,15 @@ impl Session {
     }
 
     pub(crate) fn exec_context(&self) -> ExecContext {
-        ExecContext::new(self.state.threads)
+        let mut ctx = ExecContext::new(self.state.threads);
+        ctx.fusion = !self
+            .state
+            .disabled_rules
+            .read()
+            .expect("config lock")
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case("fuse_expressions"));
+        ctx
     }
 
     /// Opens a CSV file, or every file matching a glob pattern (`data/*.csv`) as one table,

@@ -20,7 +20,18 @@ fn explain_shows_estimates_and_verbose_shows_rule_diffs() {
         &s,
         "EXPLAIN SELECT city, count(*) FROM 'tests/data/people.csv' WHERE age > 30 GROUP BY city",
     );
-    assert!(plain.iter().all(|l| l.contains("rows)")), "{plain:#?}");
+    // The logical plan, every node with its estimate, then the pipelines.
+    let logical: Vec<&String> = plain.iter().take_while(|l| !l.is_empty()).collect();
+    assert!(logical.iter().all(|l| l.contains("rows)")), "{plain:#?}");
+    assert!(plain
+        .iter()
+        .any(|l| l.starts_with("Physical plan: 2 pipelines")));
+    assert!(plain
+        .iter()
+        .any(|l| l.contains("Scan csv tests/data/people.csv (filtering while decoding)")));
+    assert!(plain
+        .iter()
+        .any(|l| l.contains("hash aggregate on 1 key(s)")));
     assert!(plain
         .iter()
         .any(|l| l.contains("Scan: tests/data/people.csv")));
@@ -75,8 +86,9 @@ fn explain_analyze_json_and_the_typed_profile_agree_with_the_data() {
     ] {
         assert!(json.contains(key), "{key} missing from {json}");
     }
-    // orders.csv has 9 rows; 5 have amount > 10.
-    assert!(json.contains("\"rows\": 9,"), "{json}");
+    // orders.csv has 9 rows; 5 have amount > 10, and the scan drops the others while
+    // decoding: it reads 9 records and yields 5 rows.
+    assert!(json.contains("\"rows_read\": 9,"), "{json}");
     assert!(json.contains("\"rows\": 5,"), "{json}");
 
     let profile = s
@@ -87,9 +99,12 @@ fn explain_analyze_json_and_the_typed_profile_agree_with_the_data() {
         .expect("profile");
     assert_eq!(profile.result_rows, 5);
     let scan = &profile.pipelines[0].stages[0];
-    assert_eq!(scan.rows, 9);
+    assert_eq!(
+        profile.pipelines[0].scan.as_ref().map(|m| m.rows_read),
+        Some(9)
+    );
+    assert_eq!(scan.rows, 5);
     assert!(scan.bytes > 0);
-    assert_eq!(profile.pipelines[0].stages[1].rows, 5);
     assert!(profile.cpu_time() <= profile.wall_time * 2 + std::time::Duration::from_millis(50));
 }
 
@@ -116,4 +131,104 @@ fn filters_reach_every_union_input() {
     assert!(plan.contains("filters=[id > 5]"), "{plan}");
     assert!(plan.contains("filters=[order_id > 5]"), "{plan}");
     assert!(!plan.contains("Filter:"), "{plan}");
+}
+
+/// A limit stops its pipeline once the morsels read so far hold enough rows: the scan reads
+/// a few blocks, not the file, and a malformed record far past the limit is never an error
+/// (at any thread count, so the answer does not depend on which blocks a worker started).
+#[test]
+fn a_limit_stops_the_scan() {
+    let dir = std::env::temp_dir().join(format!("morsel-limit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("long.csv");
+    let mut text = String::from("id,v\n");
+    for i in 0..200_000 {
+        text.push_str(&format!("{i},{}\n", i % 7));
+    }
+    text.push_str("200000,not a number\n");
+    std::fs::write(&path, &text).expect("write csv");
+    let path = path.to_string_lossy().into_owned();
+    let schema = morsel::Schema::new(vec![
+        morsel::Field::new("id", morsel::DataType::Int64, true),
+        morsel::Field::new("v", morsel::DataType::Int64, true),
+    ]);
+    let options = || {
+        CsvOptions::default()
+            .with_block_size(64 * 1024)
+            .with_schema(std::sync::Arc::new(schema.clone()))
+    };
+
+    let mut answers = Vec::new();
+    for threads in [1, 2, 8] {
+        let s = Session::with_threads(threads);
+        let frame = s.read_csv(&path, options()).expect("open").limit(5);
+        answers.push(frame.clone().collect().expect("runs").rows());
+        let profile = frame.explain_analyze().expect("profile");
+        let read = profile.pipelines[0]
+            .scan
+            .as_ref()
+            .expect("a CSV scan")
+            .rows_read;
+        assert!(
+            read < 200_000 / 4,
+            "read {read} records at {threads} threads"
+        );
+    }
+    assert_eq!(answers[0].len(), 5);
+    assert!(answers.iter().all(|a| *a == answers[0]));
+    // Without a limit the bad record is reached and reported.
+    let err = match Session::with_threads(2)
+        .read_csv(&path, options())
+        .expect("open")
+        .collect()
+    {
+        Ok(r) => panic!("read {} rows past a malformed record", r.num_rows()),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("long.csv:200002:"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// EXPLAIN FORMAT JSON, and EXPLAIN ANALYZE's JSON with its timings and timing-derived hints
+/// redacted, as snapshots: any change to the plan, the pipelines, fused programs or the
+/// profile's row counts shows in review.
+#[test]
+fn json_snapshots() {
+    let s = Session::with_threads(1);
+    let sql = "SELECT city, sum(age * 2 + 1), sum((age * 2 + 1) * 3) FROM 'tests/data/people.csv' WHERE age > 30 AND city <> 'x' GROUP BY city ORDER BY city LIMIT 2";
+    insta::assert_snapshot!(
+        "explain_json",
+        lines(&s, &format!("EXPLAIN FORMAT JSON {sql}")).join("\n")
+    );
+    let analyzed = lines(&s, &format!("EXPLAIN ANALYZE FORMAT JSON {sql}")).join("\n");
+    insta::assert_snapshot!("explain_analyze_json", redact_timings(&analyzed));
+}
+
+/// Replaces every `"..._ms": number` and `"cpu_ms_per_worker": [numbers]` value, and the
+/// hints, by `"_"`.
+fn redact_timings(json: &str) -> String {
+    let mut out = String::new();
+    let mut rest = json;
+    let next = |s: &str| {
+        [("_ms\": ", 6), ("_ms_per_worker\": ", 17)]
+            .iter()
+            .filter_map(|(key, len)| s.find(key).map(|at| (at, at + len)))
+            .min()
+    };
+    while let Some((_, value)) = next(rest) {
+        let (head, tail) = rest.split_at(value);
+        out.push_str(head);
+        let end = if tail.starts_with('[') {
+            tail.find(']').map_or(tail.len(), |e| e + 1)
+        } else {
+            tail.find([',', '}']).unwrap_or(tail.len())
+        };
+        out.push_str("\"_\"");
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    match out.find("\"hints\": ") {
+        Some(h) => format!("{}\"hints\": \"_\"}}", &out[..h]),
+        None => out,
+    }
 }

@@ -42,6 +42,8 @@ pub struct StageStats {
     pub busy_ns_per_worker: Vec<u64>,
     /// Bytes read (sources only).
     pub bytes: u64,
+    /// How the stage works, one line each (fused programs, aggregation strategy).
+    pub details: Vec<String>,
 }
 
 /// What one pipeline did: its stages, its morsels and how many each worker took, and how
@@ -56,6 +58,22 @@ pub struct PipelineStats {
     /// Time to merge the sink's partials, after the workers finished (single-threaded).
     pub finish_ns: u64,
     pub wall_ns: u64,
+    /// The source's scan metrics, for CSV scans.
+    pub scan: Option<ScanMetrics>,
+}
+
+/// Where a CSV scan's time went and how many records it read (before its pushed filter).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScanMetrics {
+    pub rows_read: u64,
+    /// Reading blocks and finding record boundaries (one worker at a time, under a lock).
+    pub read_ns: u64,
+    /// Finding field boundaries, summed over workers.
+    pub tokenize_ns: u64,
+    /// Parsing fields into columns (including the pushed filter), summed over workers.
+    pub decode_ns: u64,
+    /// Evaluating the pushed filter while decoding, when there is one.
+    pub filter_ns: Option<u64>,
 }
 
 /// A stage's name and row estimate, given when the pipeline is built.
@@ -63,6 +81,7 @@ pub struct PipelineStats {
 pub struct StageLabel {
     pub name: String,
     pub estimated_rows: Option<f64>,
+    pub details: Vec<String>,
 }
 
 /// Counters filled while a query runs (the base of EXPLAIN ANALYZE).
@@ -78,6 +97,12 @@ pub struct ExecContext {
     pub threads: usize,
     pub cancel: Arc<AtomicBool>,
     pub metrics: Arc<ExecMetrics>,
+    /// Compile elementwise subtrees into fused programs (on unless a session turns the
+    /// `fuse_expressions` rule off).
+    pub fusion: bool,
+    /// Build the pipelines without running them (for EXPLAIN's physical plan): every
+    /// pipeline reads no morsels, so breakers see empty inputs.
+    pub explain_only: bool,
 }
 
 impl Default for ExecContext {
@@ -92,6 +117,8 @@ impl ExecContext {
             threads: threads.max(1),
             cancel: Arc::new(AtomicBool::new(false)),
             metrics: Arc::default(),
+            fusion: true,
+            explain_only: false,
         }
     }
 

@@ -20,7 +20,7 @@ mod physical;
 mod scheduler;
 mod source;
 
-pub use context::{ExecContext, ExecMetrics, PipelineStats, StageLabel, StageStats};
+pub use context::{ExecContext, ExecMetrics, PipelineStats, ScanMetrics, StageLabel, StageStats};
 pub use error::{ExecError, ExecResult};
 pub use physical::execute;
 pub use scheduler::{run_pipeline, Morsel, Operator, Sink, Source};

@@ -13,7 +13,7 @@ use morsel_storage::{Batch, Column, SchemaRef};
 
 use crate::context::{ExecContext, StageLabel};
 use crate::error::{ExecError, ExecResult};
-use crate::expr::{compile, PhysExpr};
+use crate::expr::{compile, fuse, PhysExpr};
 use crate::operator::aggregate::{AggSpec, AggregateSink};
 use crate::operator::collect::CollectSink;
 use crate::operator::filter::FilterOp;
@@ -23,7 +23,7 @@ use crate::operator::project::ProjectOp;
 use crate::operator::sort::{SortKey, SortSink};
 use crate::operator::window::{self, WindowSpec};
 use crate::scheduler::{run_pipeline, Operator, Sink, Source};
-use crate::source::{CsvSource, MemorySource};
+use crate::source::{CsvSource, MemorySource, ScanFilter};
 use morsel_planner::optimizer::cardinality::estimate_rows;
 
 /// A pipeline under construction: a source and the streaming operators after it, each with
@@ -39,6 +39,23 @@ fn label(name: impl Into<String>, node: Option<&LogicalPlan>) -> StageLabel {
     StageLabel {
         name: name.into(),
         estimated_rows: node.map(estimate_rows),
+        details: Vec::new(),
+    }
+}
+
+/// One detail line per fused program in `exprs`.
+pub(crate) fn fused_details<'a>(exprs: impl IntoIterator<Item = &'a PhysExpr>) -> Vec<String> {
+    exprs
+        .into_iter()
+        .flat_map(PhysExpr::fused_programs)
+        .map(|p| p.to_string())
+        .collect()
+}
+
+impl StageLabel {
+    fn with_details(mut self, details: Vec<String>) -> Self {
+        self.details = details;
+        self
     }
 }
 
@@ -57,7 +74,7 @@ impl Pipe {
         input: Option<&LogicalPlan>,
     ) -> ExecResult<S::Output> {
         let mut labels = self.labels.clone();
-        labels.push(label(sink.name(), input));
+        labels.push(label(sink.name(), input).with_details(sink.details()));
         run_pipeline(ctx, self.source.as_ref(), &self.ops, sink, &labels)
     }
 }
@@ -96,9 +113,38 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
     Ok(match plan {
         LogicalPlan::Scan(scan) => {
             let schema = storage_schema(&scan.schema);
+            let predicate = Expr::conjunction(scan.filters.clone());
+            // The source's rows are before the pushed-down filter, unless a CSV scan applies
+            // it while decoding.
+            let unfiltered = LogicalPlan::Scan(morsel_planner::Scan {
+                filters: Vec::new(),
+                ..scan.clone()
+            });
+            let mut scan_label = label(
+                format!("Scan {} {}", source_kind(&scan.source), scan.table),
+                Some(&unfiltered),
+            );
             let source: Box<dyn Source> = match &scan.source {
                 TableSource::Csv(reader) => {
-                    Box::new(CsvSource::new(reader, scan.projection.as_deref())?)
+                    let filter = match &predicate {
+                        Some(p) => {
+                            let f = scan_filter(ctx, p, &scan.schema)?;
+                            scan_label = label(
+                                format!("Scan csv {} (filtering while decoding)", scan.table),
+                                Some(plan),
+                            );
+                            scan_label.details.push(format!(
+                                "filter {p} reads {} of {} columns; the others are built only \
+                                 for the rows it keeps",
+                                f.slots.len(),
+                                scan.schema.len()
+                            ));
+                            scan_label.details.extend(fused_details([&f.predicate]));
+                            Some(f)
+                        }
+                        None => None,
+                    };
+                    Box::new(CsvSource::new(reader, scan.projection.as_deref(), filter)?)
                 }
                 TableSource::Memory(table) => {
                     let batches = match &scan.projection {
@@ -119,37 +165,32 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     ))
                 }
             };
-            // The source's rows are before the pushed-down filter; the filter's after it.
-            let unfiltered = LogicalPlan::Scan(morsel_planner::Scan {
-                filters: Vec::new(),
-                ..scan.clone()
-            });
             let mut pipe = Pipe {
-                labels: vec![label(
-                    format!("Scan {} {}", source_kind(&scan.source), scan.table),
-                    Some(&unfiltered),
-                )],
+                labels: vec![scan_label],
                 source,
                 ops: Vec::new(),
                 schema: scan.schema.clone(),
             };
-            if let Some(pred) = Expr::conjunction(scan.filters.clone()) {
+            if let (Some(pred), TableSource::Memory(_)) = (predicate, &scan.source) {
+                let predicate = phys(ctx, &pred, &scan.schema)?;
+                let details = fused_details([&predicate]);
                 pipe.push(
-                    Box::new(FilterOp {
-                        predicate: compile(&pred, &scan.schema)?,
-                    }),
-                    label(format!("Filter (pushed into the scan): {pred}"), Some(plan)),
+                    Box::new(FilterOp { predicate }),
+                    label(format!("Filter (pushed into the scan): {pred}"), Some(plan))
+                        .with_details(details),
                 );
             }
             pipe
         }
         LogicalPlan::Filter { input, predicate } => {
             let mut pipe = build(input, ctx)?;
+            let compiled = phys(ctx, predicate, input.schema())?;
+            let details = fused_details([&compiled]);
             pipe.push(
                 Box::new(FilterOp {
-                    predicate: compile(predicate, input.schema())?,
+                    predicate: compiled,
                 }),
-                label(format!("Filter: {predicate}"), Some(plan)),
+                label(format!("Filter: {predicate}"), Some(plan)).with_details(details),
             );
             pipe
         }
@@ -159,16 +200,17 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             schema,
         } => {
             let mut pipe = build(input, ctx)?;
-            let exprs = exprs
+            let exprs: Vec<PhysExpr> = exprs
                 .iter()
-                .map(|e| compile(e, input.schema()))
+                .map(|e| phys(ctx, e, input.schema()))
                 .collect::<ExecResult<_>>()?;
+            let details = fused_details(&exprs);
             pipe.push(
                 Box::new(ProjectOp {
                     exprs,
                     schema: storage_schema(schema),
                 }),
-                label("Projection", Some(plan)),
+                label("Projection", Some(plan)).with_details(details),
             );
             pipe.schema = schema.clone();
             pipe
@@ -188,7 +230,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             let sink = AggregateSink {
                 group: group
                     .iter()
-                    .map(|e| compile(e, in_schema))
+                    .map(|e| phys(ctx, e, in_schema))
                     .collect::<ExecResult<_>>()?,
                 key_types: group
                     .iter()
@@ -196,7 +238,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     .collect::<Result<_, _>>()?,
                 aggs: aggs
                     .iter()
-                    .map(|a| agg_spec(a, in_schema))
+                    .map(|a| agg_spec(ctx, a, in_schema))
                     .collect::<ExecResult<_>>()?,
                 schema: storage_schema(schema),
             };
@@ -215,7 +257,8 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             materialized("distinct", out, in_schema, plan)
         }
         LogicalPlan::Sort { input, keys } => {
-            let out = build(input, ctx)?.run(ctx, &sort_sink(input, keys, None)?, Some(input))?;
+            let out =
+                build(input, ctx)?.run(ctx, &sort_sink(ctx, input, keys, None)?, Some(input))?;
             materialized("sort", out, input.schema(), plan)
         }
         LogicalPlan::Window {
@@ -229,7 +272,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 .map(|e| match e.clone().unalias() {
                     Expr::Window(w) => WindowSpec::from_expr(
                         &w,
-                        |x| compile(x, in_schema),
+                        |x| phys(ctx, x, in_schema),
                         e.data_type(in_schema)?,
                     ),
                     other => Err(ExecError::Internal(format!(
@@ -260,27 +303,17 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             else {
                 unreachable!("matched above");
             };
-            let sink = sort_sink(sorted, keys, Some(skip + fetch))?;
+            let sink = sort_sink(ctx, sorted, keys, Some(skip + fetch))?;
             let top = build(sorted, ctx)?.run(ctx, &sink, Some(sorted))?;
             let out = materialized("top-k", top, input.schema(), plan).run(
                 ctx,
-                &LimitSink {
-                    skip: *skip,
-                    fetch: Some(*fetch),
-                },
+                &LimitSink::new(*skip, Some(*fetch)),
                 Some(plan),
             )?;
             materialized("limit", out, input.schema(), plan)
         }
         LogicalPlan::Limit { input, skip, fetch } => {
-            let out = build(input, ctx)?.run(
-                ctx,
-                &LimitSink {
-                    skip: *skip,
-                    fetch: *fetch,
-                },
-                Some(plan),
-            )?;
+            let out = build(input, ctx)?.run(ctx, &LimitSink::new(*skip, *fetch), Some(plan))?;
             materialized("limit", out, input.schema(), plan)
         }
         LogicalPlan::Union { inputs, schema } => {
@@ -319,11 +352,11 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
         } => {
             let build_keys: Vec<PhysExpr> = on
                 .iter()
-                .map(|(_, r)| compile(r, right.schema()))
+                .map(|(_, r)| phys(ctx, r, right.schema()))
                 .collect::<ExecResult<_>>()?;
             let probe_keys: Vec<PhysExpr> = on
                 .iter()
-                .map(|(l, _)| compile(l, left.schema()))
+                .map(|(l, _)| phys(ctx, l, left.schema()))
                 .collect::<ExecResult<_>>()?;
             let build_side = build(right, ctx)?.run(ctx, &CollectSink, Some(right))?;
             let build_batch = Batch::concat(
@@ -343,15 +376,25 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     morsels: 0,
                     morsels_per_worker: Vec::new(),
                     stages: vec![crate::context::StageStats {
-                        name: format!("HashJoin build index ({} keys)", table.distinct_keys()),
+                        name: "HashJoin build index".into(),
                         estimated_rows: Some(estimate_rows(right)),
                         rows: table.num_rows() as u64,
                         batches: 1,
                         busy_ns_per_worker: vec![ns],
                         bytes: 0,
+                        details: if ctx.explain_only {
+                            vec!["one thread, after the build input ends".into()]
+                        } else {
+                            vec![format!(
+                                "{} distinct keys over {} rows",
+                                table.distinct_keys(),
+                                table.num_rows()
+                            )]
+                        },
                     }],
                     finish_ns: 0,
                     wall_ns: ns,
+                    scan: None,
                 });
             let pair_schema = left.schema().join(right.schema(), false);
             let tracks_build = matches!(kind, JoinKind::Right | JoinKind::Full);
@@ -359,28 +402,31 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             let mut pipe = build(left, ctx)?;
             let out_schema = storage_schema(schema);
             let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
+            let filter = filter
+                .as_ref()
+                .map(|f| phys(ctx, f, &pair_schema))
+                .transpose()?;
+            let mut details = vec![format!(
+                "builds on the right input (~{:.0} rows), probes with the left; output in \
+                 probe order, matches in build order",
+                estimate_rows(right)
+            )];
+            details.extend(fused_details(probe_keys.iter().chain(&filter)));
             pipe.push(
                 Box::new(HashProbeOp {
                     table: table.clone(),
                     probe_keys,
                     kind: *kind,
-                    filter: filter
-                        .as_ref()
-                        .map(|f| compile(f, &pair_schema))
-                        .transpose()?,
+                    filter,
                     pair_schema: storage_schema(&pair_schema),
                     schema: out_schema.clone(),
                     matched: matched.clone(),
                 }),
                 label(
-                    format!(
-                        "HashJoin {} probe on=[{}] (build: {} rows)",
-                        kind.name(),
-                        keys.join(", "),
-                        table.num_rows()
-                    ),
+                    format!("HashJoin {} probe on=[{}]", kind.name(), keys.join(", ")),
                     Some(plan),
-                ),
+                )
+                .with_details(details),
             );
             pipe.schema = schema.clone();
             match matched {
@@ -401,6 +447,30 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
     })
 }
 
+/// A CSV scan's pushed-down predicate, compiled against only the columns it reads.
+fn scan_filter(ctx: &ExecContext, pred: &Expr, schema: &PlanSchema) -> ExecResult<ScanFilter> {
+    let mut slots = pred
+        .columns()
+        .iter()
+        .map(|c| schema.index_of(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    slots.sort_unstable();
+    slots.dedup();
+    let sub = PlanSchema::new(slots.iter().map(|&i| schema.field(i).clone()).collect());
+    Ok(ScanFilter::new(slots, phys(ctx, pred, &sub)?))
+}
+
+/// Compiles `e` over input `schema`, fusing elementwise subtrees unless the context turned
+/// fusion off.
+fn phys(ctx: &ExecContext, e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
+    let p = compile(e, schema)?;
+    if ctx.fusion {
+        fuse(p, &schema.to_schema())
+    } else {
+        Ok(p)
+    }
+}
+
 fn source_kind(source: &TableSource) -> &'static str {
     match source {
         TableSource::Csv(_) => "csv",
@@ -409,6 +479,7 @@ fn source_kind(source: &TableSource) -> &'static str {
 }
 
 fn sort_sink(
+    ctx: &ExecContext,
     input: &LogicalPlan,
     keys: &[morsel_planner::SortExpr],
     limit: Option<usize>,
@@ -419,7 +490,7 @@ fn sort_sink(
             .iter()
             .map(|k| {
                 Ok(SortKey {
-                    expr: compile(&k.expr, in_schema)?,
+                    expr: phys(ctx, &k.expr, in_schema)?,
                     asc: k.asc,
                     nulls_first: k.nulls_first,
                 })
@@ -430,7 +501,7 @@ fn sort_sink(
     })
 }
 
-fn agg_spec(e: &Expr, schema: &PlanSchema) -> ExecResult<AggSpec> {
+fn agg_spec(ctx: &ExecContext, e: &Expr, schema: &PlanSchema) -> ExecResult<AggSpec> {
     match e.clone().unalias() {
         Expr::Aggregate {
             func,
@@ -450,7 +521,7 @@ fn agg_spec(e: &Expr, schema: &PlanSchema) -> ExecResult<AggSpec> {
             };
             Ok(AggSpec {
                 func,
-                arg: arg.map(|a| compile(a, schema)).transpose()?,
+                arg: arg.map(|a| phys(ctx, a, schema)).transpose()?,
                 arg_type: match arg {
                     Some(a) => a.data_type(schema)?,
                     None => morsel_storage::DataType::Int64,

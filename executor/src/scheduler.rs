@@ -43,6 +43,10 @@ pub trait Source: Send + Sync {
     fn morsel_bytes(&self, _morsel: &Morsel) -> u64 {
         0
     }
+    /// Scan metrics, for sources that decode files.
+    fn scan_metrics(&self) -> Option<crate::context::ScanMetrics> {
+        None
+    }
     /// The next morsel from the shared cursor, in increasing `seq` order.
     fn next_morsel(&self) -> ExecResult<Option<Morsel>>;
     /// Reads a morsel's batches.
@@ -60,7 +64,16 @@ pub trait Sink: Sync {
     type Partial: Send;
     type Output;
     fn name(&self) -> &'static str;
+    /// How the sink works, for EXPLAIN (one line each).
+    fn details(&self) -> Vec<String> {
+        Vec::new()
+    }
     fn consume(&self, seq: u64, batches: Vec<Batch>) -> ExecResult<Self::Partial>;
+    /// `Some(P)` once the partials of morsels `0..=P` decide the output: later morsels need
+    /// not run, and their errors do not count.
+    fn satisfied_through(&self) -> Option<u64> {
+        None
+    }
     /// `partials` arrive sorted by morsel sequence number.
     fn finish(&self, partials: Vec<Self::Partial>) -> ExecResult<Self::Output>;
 }
@@ -101,6 +114,7 @@ impl StageCounters {
                 .map(|c| c.load(Ordering::Relaxed))
                 .collect(),
             bytes: self.bytes.load(Ordering::Relaxed),
+            details: label.details.clone(),
         }
     }
 }
@@ -136,6 +150,9 @@ pub fn run_pipeline<S: Sink>(
     let work = |worker: usize| loop {
         if ctx.is_cancelled() {
             record(0, ExecError::Cancelled);
+            return;
+        }
+        if sink.satisfied_through().is_some() {
             return;
         }
         let t = Instant::now();
@@ -183,7 +200,9 @@ pub fn run_pipeline<S: Sink>(
         }
     };
 
-    if ctx.threads == 1 {
+    if ctx.explain_only {
+        // Nothing runs: the pipeline is only described.
+    } else if ctx.threads == 1 {
         work(0);
     } else {
         pool().scope(|s| {
@@ -201,7 +220,7 @@ pub fn run_pipeline<S: Sink>(
     let label = |i: usize, default: String| {
         labels.get(i).cloned().unwrap_or(StageLabel {
             name: default,
-            estimated_rows: None,
+            ..StageLabel::default()
         })
     };
     let mut stages = vec![counters[0].stats(&label(0, source.name()))];
@@ -211,7 +230,12 @@ pub fn run_pipeline<S: Sink>(
     let sink_stage = operators.len() + 1;
     stages.push(counters[sink_stage].stats(&label(sink_stage, sink.name().to_string())));
     let finish_start = Instant::now();
-    let result = match first_error.into_inner().expect("error slot") {
+    let satisfied = sink.satisfied_through();
+    let first_error = first_error
+        .into_inner()
+        .expect("error slot")
+        .filter(|(seq, _)| satisfied.is_none_or(|p| *seq <= p));
+    let result = match first_error {
         Some((_, e)) => Err(e),
         None => {
             let mut partials = partials.into_inner().expect("partials");
@@ -232,6 +256,7 @@ pub fn run_pipeline<S: Sink>(
             stages,
             finish_ns,
             wall_ns: finished.as_nanos() as u64,
+            scan: source.scan_metrics(),
         });
     result
 }

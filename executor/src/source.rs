@@ -1,15 +1,20 @@
 //! Pipeline sources: in-memory batches cut into fixed-size row morsels, and CSV files cut
 //! into record-aligned blocks that workers decode in parallel.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use morsel_planner::CsvFiles;
-use morsel_storage::csv::{BlockDecoder, BlockSplitter};
-use morsel_storage::Batch;
+use morsel_storage::csv::{
+    BlockDecoder, BlockSplitter, DecodeFilter, DecodedBlock, FilteredDecodeError,
+};
+use morsel_storage::{Batch, Bitmap};
 
-use crate::context::ExecContext;
-use crate::error::ExecResult;
+use crate::context::{ExecContext, ScanMetrics};
+use crate::error::{ExecError, ExecResult};
+use crate::expr::PhysExpr;
+use crate::kernels::boolean;
 use crate::scheduler::{Morsel, MorselData, Source};
 
 /// Rows per in-memory morsel. A constant, so morsel boundaries never depend on thread count.
@@ -67,14 +72,55 @@ impl Source for MemorySource {
     }
 }
 
+/// A pushed-down predicate a CSV scan evaluates while decoding: it reads the projected
+/// columns at `slots` (compiled against just those columns).
+pub struct ScanFilter {
+    pub slots: Vec<usize>,
+    pub predicate: PhysExpr,
+    filter_ns: AtomicU64,
+}
+
+impl ScanFilter {
+    pub fn new(slots: Vec<usize>, predicate: PhysExpr) -> Self {
+        Self {
+            slots,
+            predicate,
+            filter_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+impl DecodeFilter for ScanFilter {
+    type Error = ExecError;
+
+    fn slots(&self) -> &[usize] {
+        &self.slots
+    }
+
+    fn keep(&self, batch: &Batch) -> ExecResult<Bitmap> {
+        let started = Instant::now();
+        let mask = boolean::as_boolean(&self.predicate.evaluate(batch)?)?.true_mask();
+        let ns = started.elapsed().as_nanos() as u64;
+        self.filter_ns.fetch_add(ns, Ordering::Relaxed);
+        Ok(mask)
+    }
+}
+
 /// Reads CSV files (one, or a glob's matches in path order): the splitter (sequential I/O
 /// under a lock) hands out blocks, file after file, and workers decode them in parallel,
-/// parsing only the projected columns. Morsels are numbered across files in that order.
+/// parsing only the projected columns and, with a pushed-down filter, building the columns
+/// the filter does not read only for the rows it keeps. Morsels are numbered across files
+/// in that order.
 pub struct CsvSource {
     name: String,
     files: Arc<CsvFiles>,
     cursor: Mutex<CsvCursor>,
     decoders: Vec<BlockDecoder>,
+    filter: Option<ScanFilter>,
+    rows_read: AtomicU64,
+    read_ns: AtomicU64,
+    tokenize_ns: AtomicU64,
+    decode_ns: AtomicU64,
 }
 
 struct CsvCursor {
@@ -85,7 +131,11 @@ struct CsvCursor {
 }
 
 impl CsvSource {
-    pub fn new(files: &Arc<CsvFiles>, projection: Option<&[usize]>) -> ExecResult<Self> {
+    pub fn new(
+        files: &Arc<CsvFiles>,
+        projection: Option<&[usize]>,
+        filter: Option<ScanFilter>,
+    ) -> ExecResult<Self> {
         let readers = files.readers();
         let name = match readers {
             [one] => one.input().name(),
@@ -104,7 +154,30 @@ impl CsvSource {
                 seq: 0,
             }),
             decoders: readers.iter().map(|r| r.decoder(projection)).collect(),
+            filter,
+            rows_read: AtomicU64::new(0),
+            read_ns: AtomicU64::new(0),
+            tokenize_ns: AtomicU64::new(0),
+            decode_ns: AtomicU64::new(0),
         })
+    }
+
+    fn decode(&self, file: usize, block: &morsel_storage::csv::Block) -> ExecResult<DecodedBlock> {
+        let decoder = &self.decoders[file];
+        let decoded = match &self.filter {
+            None => decoder.decode(block)?,
+            Some(f) => decoder.decode_filtered(block, f).map_err(|e| match e {
+                FilteredDecodeError::Csv(e) => ExecError::from(e),
+                FilteredDecodeError::Filter(e) => e,
+            })?,
+        };
+        self.rows_read
+            .fetch_add(decoded.rows_read as u64, Ordering::Relaxed);
+        self.tokenize_ns
+            .fetch_add(decoded.tokenize_ns, Ordering::Relaxed);
+        self.decode_ns
+            .fetch_add(decoded.decode_ns, Ordering::Relaxed);
+        Ok(decoded)
     }
 }
 
@@ -120,8 +193,47 @@ impl Source for CsvSource {
         }
     }
 
+    fn scan_metrics(&self) -> Option<ScanMetrics> {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Some(ScanMetrics {
+            rows_read: load(&self.rows_read),
+            read_ns: load(&self.read_ns),
+            tokenize_ns: load(&self.tokenize_ns),
+            decode_ns: load(&self.decode_ns),
+            filter_ns: self.filter.as_ref().map(|f| load(&f.filter_ns)),
+        })
+    }
+
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
         let mut c = self.cursor.lock().expect("splitter");
+        let started = Instant::now();
+        let morsel = self.next_block(&mut c);
+        let ns = started.elapsed().as_nanos() as u64;
+        self.read_ns.fetch_add(ns, Ordering::Relaxed);
+        morsel
+    }
+
+    fn read(&self, morsel: Morsel, ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
+        match morsel.data {
+            MorselData::Csv { file, block } => {
+                let decoded = self.decode(file, &block)?;
+                if !decoded.skipped.is_empty() {
+                    ctx.metrics
+                        .skipped_rows
+                        .lock()
+                        .expect("metrics")
+                        .extend(decoded.skipped);
+                }
+                Ok(vec![decoded.batch])
+            }
+            MorselData::Rows { .. } => unreachable!("a CSV source hands out blocks only"),
+        }
+    }
+}
+
+impl CsvSource {
+    /// The next block of the current file, opening the next file when one ends.
+    fn next_block(&self, c: &mut CsvCursor) -> ExecResult<Option<Morsel>> {
         loop {
             let Some(splitter) = c.splitter.as_mut() else {
                 return Ok(None);
@@ -143,23 +255,6 @@ impl Source for CsvSource {
                     };
                 }
             }
-        }
-    }
-
-    fn read(&self, morsel: Morsel, ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
-        match morsel.data {
-            MorselData::Csv { file, block } => {
-                let decoded = self.decoders[file].decode(&block)?;
-                if !decoded.skipped.is_empty() {
-                    ctx.metrics
-                        .skipped_rows
-                        .lock()
-                        .expect("metrics")
-                        .extend(decoded.skipped);
-                }
-                Ok(vec![decoded.batch])
-            }
-            MorselData::Rows { .. } => unreachable!("a CSV source hands out blocks only"),
         }
     }
 }

@@ -1,8 +1,13 @@
 //! Physical expressions: a logical expression with column references resolved to positions,
-//! evaluated a whole batch at a time by the kernels.
+//! evaluated a whole batch at a time by the kernels, or, for elementwise subtrees, by one
+//! fused program (see [`fused`]).
+
+pub mod fused;
 
 use morsel_planner::{BinaryOp, Expr, PlanSchema, ScalarFunc};
-use morsel_storage::{Batch, Column, DataType, ScalarValue};
+use morsel_storage::{Batch, Column, DataType, ScalarValue, Schema};
+
+use self::fused::FusedProgram;
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::like::LikeMatcher;
@@ -52,6 +57,17 @@ pub enum PhysExpr {
         args: Vec<PhysExpr>,
         ty: DataType,
     },
+    /// An elementwise subtree compiled into one program.
+    Fused(Box<FusedProgram>),
+}
+
+/// Replaces every elementwise subtree of `e` with at least two operations by a fused program
+/// (largest subtrees first); `schema` is the input's.
+pub fn fuse(e: PhysExpr, schema: &Schema) -> ExecResult<PhysExpr> {
+    match FusedProgram::try_new(&e, schema, 2)? {
+        Some(program) => Ok(PhysExpr::Fused(Box::new(program))),
+        None => e.map_children(&mut |c| fuse(c, schema)),
+    }
 }
 
 /// Compiles a (coerced) logical expression against the schema of its input.
@@ -156,6 +172,161 @@ pub fn compile(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
 }
 
 impl PhysExpr {
+    /// The type this expression yields over input `schema`.
+    pub fn data_type(&self, schema: &Schema) -> ExecResult<DataType> {
+        Ok(match self {
+            PhysExpr::Column(i) => schema.field(*i).data_type,
+            PhysExpr::Literal { ty, .. }
+            | PhysExpr::Cast { to: ty, .. }
+            | PhysExpr::Case { ty, .. }
+            | PhysExpr::Function { ty, .. } => *ty,
+            PhysExpr::Binary { op, left, .. } => match op {
+                BinaryOp::Concat => DataType::Utf8,
+                op if op.is_comparison() || matches!(op, BinaryOp::And | BinaryOp::Or) => {
+                    DataType::Boolean
+                }
+                _ => left.data_type(schema)?,
+            },
+            PhysExpr::Negative(x) => x.data_type(schema)?,
+            PhysExpr::Not(_)
+            | PhysExpr::IsNull { .. }
+            | PhysExpr::InList { .. }
+            | PhysExpr::Like { .. } => DataType::Boolean,
+            PhysExpr::Fused(p) => p.data_type(),
+        })
+    }
+
+    /// Rebuilds this node with `f` applied to each direct child.
+    pub fn map_children(
+        self,
+        f: &mut impl FnMut(PhysExpr) -> ExecResult<PhysExpr>,
+    ) -> ExecResult<PhysExpr> {
+        Ok(match self {
+            leaf @ (PhysExpr::Column(_) | PhysExpr::Literal { .. } | PhysExpr::Fused(_)) => leaf,
+            PhysExpr::Binary { left, op, right } => PhysExpr::Binary {
+                left: Box::new(f(*left)?),
+                op,
+                right: Box::new(f(*right)?),
+            },
+            PhysExpr::Not(x) => PhysExpr::Not(Box::new(f(*x)?)),
+            PhysExpr::Negative(x) => PhysExpr::Negative(Box::new(f(*x)?)),
+            PhysExpr::IsNull { expr, negated } => PhysExpr::IsNull {
+                expr: Box::new(f(*expr)?),
+                negated,
+            },
+            PhysExpr::Cast { expr, to } => PhysExpr::Cast {
+                expr: Box::new(f(*expr)?),
+                to,
+            },
+            PhysExpr::Case {
+                branches,
+                otherwise,
+                ty,
+            } => PhysExpr::Case {
+                branches: branches
+                    .into_iter()
+                    .map(|(w, t)| Ok((f(w)?, f(t)?)))
+                    .collect::<ExecResult<_>>()?,
+                otherwise: otherwise.map(|o| f(*o).map(Box::new)).transpose()?,
+                ty,
+            },
+            PhysExpr::InList {
+                expr,
+                list,
+                negated,
+            } => PhysExpr::InList {
+                expr: Box::new(f(*expr)?),
+                list: list.into_iter().map(&mut *f).collect::<ExecResult<_>>()?,
+                negated,
+            },
+            PhysExpr::Like {
+                expr,
+                matcher,
+                negated,
+            } => PhysExpr::Like {
+                expr: Box::new(f(*expr)?),
+                matcher,
+                negated,
+            },
+            PhysExpr::Function { func, args, ty } => PhysExpr::Function {
+                func,
+                args: args.into_iter().map(&mut *f).collect::<ExecResult<_>>()?,
+                ty,
+            },
+        })
+    }
+
+    /// The fused programs inside this expression, for EXPLAIN.
+    pub fn fused_programs(&self) -> Vec<&FusedProgram> {
+        match self {
+            PhysExpr::Fused(p) => vec![p],
+            PhysExpr::Column(_) | PhysExpr::Literal { .. } => Vec::new(),
+            PhysExpr::Binary { left, right, .. } => {
+                let mut v = left.fused_programs();
+                v.extend(right.fused_programs());
+                v
+            }
+            PhysExpr::Not(x)
+            | PhysExpr::Negative(x)
+            | PhysExpr::IsNull { expr: x, .. }
+            | PhysExpr::Cast { expr: x, .. }
+            | PhysExpr::Like { expr: x, .. } => x.fused_programs(),
+            PhysExpr::Case {
+                branches,
+                otherwise,
+                ..
+            } => branches
+                .iter()
+                .flat_map(|(w, t)| [w, t])
+                .chain(otherwise.as_deref())
+                .flat_map(PhysExpr::fused_programs)
+                .collect(),
+            PhysExpr::InList { expr, list, .. } => std::iter::once(expr.as_ref())
+                .chain(list)
+                .flat_map(PhysExpr::fused_programs)
+                .collect(),
+            PhysExpr::Function { args, .. } => {
+                args.iter().flat_map(PhysExpr::fused_programs).collect()
+            }
+        }
+    }
+
+    /// A short description naming columns by `names` (for a fused program's inputs).
+    pub fn describe(&self, names: &[String]) -> String {
+        match self {
+            PhysExpr::Column(i) => names.get(*i).cloned().unwrap_or_else(|| format!("#{i}")),
+            PhysExpr::Literal {
+                value: ScalarValue::Utf8(s),
+                ..
+            } => format!("'{s}'"),
+            PhysExpr::Literal { value, .. } => value.to_string(),
+            PhysExpr::Like { expr, negated, .. } => format!(
+                "{} {}LIKE ..",
+                expr.describe(names),
+                if *negated { "NOT " } else { "" }
+            ),
+            PhysExpr::InList { expr, list, .. } => {
+                format!("{} IN ({} values)", expr.describe(names), list.len())
+            }
+            PhysExpr::Function { func, args, .. } => format!(
+                "{func:?}({})",
+                args.iter()
+                    .map(|a| a.describe(names))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            PhysExpr::Binary { left, op, right } => format!(
+                "{} {} {}",
+                left.describe(names),
+                op.symbol(),
+                right.describe(names)
+            ),
+            PhysExpr::Cast { expr, to } => format!("CAST({} AS {to})", expr.describe(names)),
+            PhysExpr::Fused(p) => p.to_string(),
+            _ => "expr".into(),
+        }
+    }
+
     /// Evaluates this expression over every row of `batch`.
     pub fn evaluate(&self, batch: &Batch) -> ExecResult<Column> {
         let rows = batch.num_rows();
@@ -247,6 +418,7 @@ impl PhysExpr {
                     .collect::<ExecResult<Vec<_>>>()?;
                 eval_function(*func, &cols, *ty, rows)?
             }
+            PhysExpr::Fused(p) => p.evaluate(batch)?,
         })
     }
 }

@@ -9,7 +9,9 @@ use morsel_storage::{Bitmap, BooleanColumn, Column};
 use super::and_validity;
 use crate::error::{ExecError, ExecResult};
 
-fn test(op: BinaryOp, o: Ordering) -> bool {
+/// Whether ordering `o` satisfies comparison `op`.
+#[inline]
+pub(crate) fn test(op: BinaryOp, o: Ordering) -> bool {
     match op {
         BinaryOp::Eq => o == Ordering::Equal,
         BinaryOp::NotEq => o != Ordering::Equal,

@@ -65,6 +65,24 @@ impl Sink for AggregateSink {
     type Partial = Partial;
     type Output = Vec<Batch>;
 
+    fn details(&self) -> Vec<String> {
+        let mut d = vec![if self.group.is_empty() {
+            "global aggregate: one partial per morsel, merged in morsel order".to_string()
+        } else {
+            format!(
+                "hash aggregate on {} key(s): a group table per morsel, merged in morsel order \
+                 (groups in first-seen order)",
+                self.group.len()
+            )
+        }];
+        d.extend(crate::physical::fused_details(
+            self.group
+                .iter()
+                .chain(self.aggs.iter().filter_map(|a| a.arg.as_ref())),
+        ));
+        d
+    }
+
     fn name(&self) -> &'static str {
         "HashAggregate"
     }

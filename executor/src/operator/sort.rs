@@ -101,6 +101,23 @@ impl Sink for SortSink {
         }
     }
 
+    fn details(&self) -> Vec<String> {
+        let mut d = vec![match self.limit {
+            Some(k) => format!(
+                "top {k} by {} key(s): each morsel keeps its first {k} rows, then one final sort",
+                self.keys.len()
+            ),
+            None => format!(
+                "full sort by {} key(s) after the input ends (single-threaded)",
+                self.keys.len()
+            ),
+        }];
+        d.extend(crate::physical::fused_details(
+            self.keys.iter().map(|k| &k.expr),
+        ));
+        d
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         match self.limit {
             // Top-K: each morsel keeps only its own first k rows.

@@ -1,0 +1,76 @@
+//! Each optimizer rule (and the executor's expression fusion) on a query it changes: the
+//! EXPLAIN output with the rule on and off, as a snapshot, so a change to what a rule does
+//! shows in review; and the answers with and without it, which must be equal.
+
+use morsel::Session;
+
+const PEOPLE: &str = "'tests/data/people.csv'";
+const ORDERS: &str = "'tests/data/orders.csv'";
+
+fn explain(s: &Session, sql: &str) -> String {
+    s.execute(&format!("EXPLAIN {sql}"))
+        .expect("explain runs")
+        .rows()
+        .iter()
+        .map(|r| r[0].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn each_rule_changes_its_plan_and_no_answer() {
+    let cases = [
+        (
+            "simplify_expressions",
+            format!("SELECT name FROM {PEOPLE} WHERE age > 20 + 10 AND NOT NOT (city = city OR false)"),
+        ),
+        (
+            "push_down_filter",
+            format!("SELECT p.name, o.amount FROM {PEOPLE} p, {ORDERS} o WHERE p.id = o.person_id AND o.amount > 10 AND p.age < 40"),
+        ),
+        (
+            "reorder_joins",
+            format!("SELECT count(*) FROM {ORDERS} o JOIN {PEOPLE} p ON p.id = o.person_id JOIN {ORDERS} o2 ON o2.order_id = o.order_id WHERE p.city = 'Paris'"),
+        ),
+        (
+            "push_down_limit",
+            format!("SELECT upper(name) AS n FROM {PEOPLE} LIMIT 2"),
+        ),
+        (
+            "push_down_projection",
+            format!("SELECT name FROM {PEOPLE} WHERE age > 30"),
+        ),
+        (
+            "common_subexpressions",
+            format!("SELECT city, sum(age * 2 + 1) AS a, max((age * 2 + 1) * score) AS b FROM {PEOPLE} GROUP BY city ORDER BY city"),
+        ),
+        (
+            "fuse_expressions",
+            format!("SELECT name, age * 2 + score / 2 AS x FROM {PEOPLE} WHERE age >= 30 AND score < 95.0 ORDER BY name"),
+        ),
+    ];
+    let mut names: Vec<&str> = morsel::Optimizer::default().rule_names();
+    names.extend(morsel::EXECUTION_RULES);
+    assert_eq!(
+        names.len(),
+        cases.len(),
+        "every rule has a case here: {names:?}"
+    );
+    for (rule, sql) in &cases {
+        assert!(names.contains(rule), "{rule} is not a rule");
+        let on = Session::with_threads(1);
+        let off = Session::with_threads(1);
+        off.set_disabled_rules(&[rule]).expect("a known rule");
+        let (plan_on, plan_off) = (explain(&on, sql), explain(&off, sql));
+        assert_ne!(plan_on, plan_off, "{rule} changed nothing in\n{plan_on}");
+        insta::assert_snapshot!(
+            format!("rule_{rule}"),
+            format!("{sql}\n\n-- with {rule}:\n{plan_on}\n\n-- without:\n{plan_off}")
+        );
+        let (a, b) = (
+            on.execute(sql).expect("runs").rows(),
+            off.execute(sql).expect("runs").rows(),
+        );
+        assert_eq!(a, b, "{rule} changed the answer of {sql}");
+    }
+}
