@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use morsel_executor::{PipelineStats, ScanMetrics, StageStats};
 use morsel_planner::optimizer::cardinality::estimate_rows;
-use morsel_planner::{LogicalPlan, Optimizer};
+use morsel_planner::{LogicalPlan, MemTable, Optimizer};
 use morsel_sql::ExplainFormat;
-use morsel_storage::{Batch, Column, DataType, Field, Schema, Utf8Builder};
+use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, Schema, Utf8Builder};
 
 use crate::error::Result;
 use crate::format::json_string;
@@ -497,6 +497,102 @@ fn profile_text(p: &QueryProfile) -> String {
         }
     }
     t
+}
+
+/// The profile as a table, one row per pipeline stage (the rows of
+/// `SELECT * FROM explain_analyze('...')`). Columns (stable): pipeline, stage (both from 1),
+/// role ('source' | 'operator' | 'sink'), name, estimated_rows, rows, batches, bytes, cpu_ms,
+/// cpu_ms_min, cpu_ms_max (per worker), rows_read (CSV scans: records before the pushed
+/// filter), pipeline_wall_ms, morsels, details ('; '-separated).
+pub(crate) fn profile_table(p: &QueryProfile) -> Result<MemTable> {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let mut ints: [Vec<Option<i64>>; 7] = Default::default();
+    let mut floats: [Vec<Option<f64>>; 5] = Default::default();
+    let mut texts: [Vec<String>; 3] = Default::default();
+    for (n, pl) in p.pipelines.iter().enumerate() {
+        let last = pl.stages.len().saturating_sub(1);
+        for (i, s) in pl.stages.iter().enumerate() {
+            let role = match i {
+                0 => "source",
+                i if i == last => "sink",
+                _ => "operator",
+            };
+            let rows_read = (i == 0).then(|| pl.scan.as_ref().map(|m| m.rows_read as i64));
+            let row_ints = [
+                Some(n as i64 + 1),
+                Some(i as i64 + 1),
+                Some(s.rows as i64),
+                Some(s.batches as i64),
+                Some(s.bytes as i64),
+                rows_read.flatten(),
+                Some(pl.morsels as i64),
+            ];
+            for (col, v) in ints.iter_mut().zip(row_ints) {
+                col.push(v);
+            }
+            let min = s.busy_ns_per_worker.iter().min().copied().unwrap_or(0);
+            let max = s.busy_ns_per_worker.iter().max().copied().unwrap_or(0);
+            let row_floats = [
+                s.estimated_rows,
+                Some(ms(stage_cpu(s))),
+                Some(ms(min)),
+                Some(ms(max)),
+                Some(ms(pl.wall_ns)),
+            ];
+            for (col, v) in floats.iter_mut().zip(row_floats) {
+                col.push(v);
+            }
+            for (col, v) in texts
+                .iter_mut()
+                .zip([role.to_string(), s.name.clone(), s.details.join("; ")])
+            {
+                col.push(v);
+            }
+        }
+    }
+    let int = |v: &[Option<i64>]| Column::Int64(PrimitiveColumn::from_options(v.iter().copied()));
+    let float =
+        |v: &[Option<f64>]| Column::Float64(PrimitiveColumn::from_options(v.iter().copied()));
+    let text = |v: &[String]| {
+        let mut b = Utf8Builder::default();
+        for s in v {
+            b.push(s);
+        }
+        Column::Utf8(b.finish())
+    };
+    let rows = texts[0].len();
+    let [pipeline, stage, out_rows, batches, bytes_read, rows_read, morsels] = &ints;
+    let [estimated, cpu, cpu_min, cpu_max, wall] = &floats;
+    let [role, name, details] = &texts;
+    let columns = vec![
+        ("pipeline", int(pipeline)),
+        ("stage", int(stage)),
+        ("role", text(role)),
+        ("name", text(name)),
+        ("estimated_rows", float(estimated)),
+        ("rows", int(out_rows)),
+        ("batches", int(batches)),
+        ("bytes", int(bytes_read)),
+        ("cpu_ms", float(cpu)),
+        ("cpu_ms_min", float(cpu_min)),
+        ("cpu_ms_max", float(cpu_max)),
+        ("rows_read", int(rows_read)),
+        ("pipeline_wall_ms", float(wall)),
+        ("morsels", int(morsels)),
+        ("details", text(details)),
+    ];
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|(n, c)| Field::new(*n, c.data_type(), true))
+            .collect(),
+    ));
+    let batch = Batch::try_new(
+        schema.clone(),
+        columns.into_iter().map(|(_, c)| c).collect(),
+        rows,
+    )?;
+    Ok(MemTable::new(schema, vec![batch]))
 }
 
 /// A CSV scan's records read vs kept and its time split (read, tokenize, decode, filter).

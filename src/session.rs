@@ -309,4 +309,14 @@ impl Catalog for Session {
             Err(other) => Err(SqlError::invalid(other.to_string())),
         }
     }
+
+    fn query_profile(&self, sql: &str) -> std::result::Result<TableSource, SqlError> {
+        let profile = self
+            .sql(sql)
+            .and_then(|frame| frame.explain_analyze())
+            .map_err(|e| SqlError::invalid(format!("in the query passed to explain_analyze(): {e}")))?;
+        let table = crate::explain::profile_table(&profile)
+            .map_err(|e| SqlError::invalid(format!("in the query passed to explain_analyze(): {e}")))?;
+        Ok(TableSource::Memory(Arc::new(table)))
+    }
 }

@@ -232,3 +232,36 @@ fn redact_timings(json: &str) -> String {
         None => out,
     }
 }
+
+/// The profile as a table: SQL over `explain_analyze('...')`, one row per stage.
+#[test]
+fn the_profile_is_a_table() {
+    let s = Session::with_threads(2);
+    let r = s
+        .execute(
+            "SELECT pipeline, stage, role, rows, rows_read, cpu_ms >= 0 AS timed \
+             FROM explain_analyze('SELECT count(*) FROM ''tests/data/orders.csv'' WHERE amount > 10') \
+             WHERE pipeline = 1 ORDER BY stage",
+        )
+        .expect("profile query runs");
+    let rows: Vec<String> = r
+        .rows()
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    // The scan reads 9 records and keeps 5; the aggregate consumes those 5.
+    assert_eq!(rows, ["1 1 source 5 9 true", "1 2 sink 5 NULL true"]);
+    let err = s
+        .execute("SELECT * FROM explain_analyze('SELECT nope FROM ''tests/data/orders.csv''')")
+        .expect_err("bad inner query");
+    assert!(
+        err.to_string()
+            .contains("in the query passed to explain_analyze(): column nope not found"),
+        "{err}"
+    );
+}

@@ -16,4 +16,13 @@ pub trait Catalog {
     /// Opens a CSV file named in a query. The one place that decides which files a query may
     /// read, so a host can restrict it.
     fn csv_file(&self, path: &str, options: CsvOptions) -> Result<TableSource, SqlError>;
+    /// Runs query `sql` and returns its EXPLAIN ANALYZE profile as a table, one row per
+    /// pipeline stage (`FROM explain_analyze('SELECT ...')`). Hosts that cannot run queries
+    /// keep this default, an error.
+    fn query_profile(&self, sql: &str) -> Result<TableSource, SqlError> {
+        let _ = sql;
+        Err(SqlError::unsupported(
+            "explain_analyze() in a catalog that cannot run queries".to_string(),
+        ))
+    }
 }

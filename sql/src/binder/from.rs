@@ -316,6 +316,33 @@ impl Binder<'_> {
     }
 
     /// `read_csv('path', header = true, delim = ';', ...)` and `read_csv_auto(...)`.
+    /// `explain_analyze('SELECT ...')`: the query's profile, one row per pipeline stage.
+    fn profile_function(
+        &self,
+        args: &[ast::FunctionArg],
+        alias: Option<String>,
+    ) -> Result<PlanBuilder, SqlError> {
+        let sql = match args {
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v)))] => {
+                match &v.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    _ => return Err(SqlError::invalid(
+                        "explain_analyze() takes the query as one string literal".to_string(),
+                    )
+                    .at(v.span)),
+                }
+            }
+            _ => {
+                return Err(SqlError::invalid(
+                    "explain_analyze() takes the query as one string literal".to_string(),
+                ))
+            }
+        };
+        let source = self.catalog.query_profile(&sql)?;
+        let alias = alias.unwrap_or_else(|| "explain_analyze".to_string());
+        Ok(PlanBuilder::scan("explain_analyze", alias, source))
+    }
+
     fn table_function(
         &self,
         name: &str,
@@ -323,10 +350,13 @@ impl Binder<'_> {
         alias: Option<String>,
     ) -> Result<PlanBuilder, SqlError> {
         let fname = name.to_ascii_lowercase();
+        if fname == "explain_analyze" {
+            return self.profile_function(args, alias);
+        }
         if fname != "read_csv" && fname != "read_csv_auto" {
             return Err(SqlError::new(SqlErrorKind::UnknownFunction {
                 name: fname,
-                candidates: vec!["read_csv".into()],
+                candidates: vec!["read_csv".into(), "explain_analyze".into()],
             }));
         }
         let mut path = None;
