@@ -465,6 +465,9 @@ fn profile_text(p: &QueryProfile) -> String {
             for d in &s.details {
                 wrap(&mut t, &format!("    {d}"), 6);
             }
+            if s.memory_bytes > 0 {
+                let _ = writeln!(t, "    state held at peak: {}", bytes(s.memory_bytes));
+            }
             if s.bytes > 0 {
                 let secs = stage_cpu(s) as f64 / 1e9;
                 let _ = writeln!(
@@ -503,10 +506,11 @@ fn profile_text(p: &QueryProfile) -> String {
 /// `SELECT * FROM explain_analyze('...')`). Columns (stable): pipeline, stage (both from 1),
 /// role ('source' | 'operator' | 'sink'), name, estimated_rows, rows, batches, bytes, cpu_ms,
 /// cpu_ms_min, cpu_ms_max (per worker), rows_read (CSV scans: records before the pushed
-/// filter), pipeline_wall_ms, morsels, details ('; '-separated).
+/// filter), memory_bytes (state held at peak), pipeline_wall_ms, morsels, details
+/// ('; '-separated).
 pub(crate) fn profile_table(p: &QueryProfile) -> Result<MemTable> {
     let ms = |ns: u64| ns as f64 / 1e6;
-    let mut ints: [Vec<Option<i64>>; 7] = Default::default();
+    let mut ints: [Vec<Option<i64>>; 8] = Default::default();
     let mut floats: [Vec<Option<f64>>; 5] = Default::default();
     let mut texts: [Vec<String>; 3] = Default::default();
     for (n, pl) in p.pipelines.iter().enumerate() {
@@ -525,6 +529,7 @@ pub(crate) fn profile_table(p: &QueryProfile) -> Result<MemTable> {
                 Some(s.batches as i64),
                 Some(s.bytes as i64),
                 rows_read.flatten(),
+                Some(s.memory_bytes as i64),
                 Some(pl.morsels as i64),
             ];
             for (col, v) in ints.iter_mut().zip(row_ints) {
@@ -561,7 +566,7 @@ pub(crate) fn profile_table(p: &QueryProfile) -> Result<MemTable> {
         Column::Utf8(b.finish())
     };
     let rows = texts[0].len();
-    let [pipeline, stage, out_rows, batches, bytes_read, rows_read, morsels] = &ints;
+    let [pipeline, stage, out_rows, batches, bytes_read, rows_read, memory, morsels] = &ints;
     let [estimated, cpu, cpu_min, cpu_max, wall] = &floats;
     let [role, name, details] = &texts;
     let columns = vec![
@@ -577,6 +582,7 @@ pub(crate) fn profile_table(p: &QueryProfile) -> Result<MemTable> {
         ("cpu_ms_min", float(cpu_min)),
         ("cpu_ms_max", float(cpu_max)),
         ("rows_read", int(rows_read)),
+        ("memory_bytes", int(memory)),
         ("pipeline_wall_ms", float(wall)),
         ("morsels", int(morsels)),
         ("details", text(details)),
@@ -624,7 +630,7 @@ fn scan_lines(t: &mut String, m: &ScanMetrics, kept: u64) {
 /// result_rows, pipelines: [{source, wall_ms, merge_ms, morsels, morsels_per_worker: [..],
 /// scan: null | {rows_read, read_ms, tokenize_ms, parse_ms, filter_ms|null},
 /// stages: [{name, estimated_rows|null, rows, batches, bytes, cpu_ms, cpu_ms_per_worker:
-/// [..], details: [..]}]}], hints: [..]}`.
+/// [..], memory_bytes, details: [..]}]}], hints: [..]}`.
 fn profile_json(p: &QueryProfile) -> String {
     let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
     let mut t = String::new();
@@ -666,7 +672,7 @@ fn profile_json(p: &QueryProfile) -> String {
             let workers: Vec<String> = s.busy_ns_per_worker.iter().map(|n| ms(*n)).collect();
             let _ = write!(
                 t,
-                "\n    {{\"name\": {}, \"estimated_rows\": {}, \"rows\": {}, \"batches\": {}, \"bytes\": {}, \"cpu_ms\": {}, \"cpu_ms_per_worker\": [{}], \"details\": {}}}",
+                "\n    {{\"name\": {}, \"estimated_rows\": {}, \"rows\": {}, \"batches\": {}, \"bytes\": {}, \"cpu_ms\": {}, \"cpu_ms_per_worker\": [{}], \"memory_bytes\": {}, \"details\": {}}}",
                 json_string(&s.name),
                 s.estimated_rows.map_or("null".to_string(), |e| format!("{e:.0}")),
                 s.rows,
@@ -674,6 +680,7 @@ fn profile_json(p: &QueryProfile) -> String {
                 s.bytes,
                 ms(stage_cpu(s)),
                 workers.join(", "),
+                s.memory_bytes,
                 json_strings(&s.details)
             );
         }

@@ -44,6 +44,9 @@ pub struct StageStats {
     pub bytes: u64,
     /// How the stage works, one line each (fused programs, aggregation strategy).
     pub details: Vec<String>,
+    /// Memory of the state the stage holds at its peak (sinks: partials plus merged output;
+    /// a hash join build: its table), 0 for streaming stages.
+    pub memory_bytes: u64,
 }
 
 /// What one pipeline did: its stages, its morsels and how many each worker took, and how

@@ -382,6 +382,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                         batches: 1,
                         busy_ns_per_worker: vec![ns],
                         bytes: 0,
+                        memory_bytes: table.heap_bytes() as u64,
                         details: if ctx.explain_only {
                             vec!["one thread, after the build input ends".into()]
                         } else {

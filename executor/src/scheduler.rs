@@ -69,6 +69,14 @@ pub trait Sink: Sync {
         Vec::new()
     }
     fn consume(&self, seq: u64, batches: Vec<Batch>) -> ExecResult<Self::Partial>;
+    /// Memory a partial holds (for EXPLAIN ANALYZE's state size).
+    fn partial_bytes(&self, _partial: &Self::Partial) -> usize {
+        0
+    }
+    /// Memory the merged output holds.
+    fn output_bytes(&self, _output: &Self::Output) -> usize {
+        0
+    }
     /// `Some(P)` once the partials of morsels `0..=P` decide the output: later morsels need
     /// not run, and their errors do not count.
     fn satisfied_through(&self) -> Option<u64> {
@@ -115,6 +123,7 @@ impl StageCounters {
                 .collect(),
             bytes: self.bytes.load(Ordering::Relaxed),
             details: label.details.clone(),
+            memory_bytes: 0,
         }
     }
 }
@@ -240,7 +249,13 @@ pub fn run_pipeline<S: Sink>(
         None => {
             let mut partials = partials.into_inner().expect("partials");
             partials.sort_by_key(|(seq, _)| *seq);
-            sink.finish(partials.into_iter().map(|(_, p)| p).collect())
+            let held: usize = partials.iter().map(|(_, p)| sink.partial_bytes(p)).sum();
+            let out = sink.finish(partials.into_iter().map(|(_, p)| p).collect());
+            if let Ok(o) = &out {
+                // Partials and the merged output are both alive while merging.
+                stages[sink_stage].memory_bytes = (held + sink.output_bytes(o)) as u64;
+            }
+            out
         }
     };
     let finish_ns = finish_start.elapsed().as_nanos() as u64;

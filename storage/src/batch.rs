@@ -112,4 +112,9 @@ impl Batch {
     pub fn allocated_bytes(&self) -> usize {
         self.columns.iter().map(Column::allocated_bytes).sum()
     }
+
+    /// Bytes of the values this batch shows (see [`Column::window_bytes`]).
+    pub fn window_bytes(&self) -> usize {
+        self.columns.iter().map(Column::window_bytes).sum()
+    }
 }

@@ -118,6 +118,55 @@ fn better(min: bool, a: &ScalarValue, b: &ScalarValue) -> bool {
 }
 
 impl Accumulator {
+    /// Memory held by the per-group states (vector capacities plus the heap data of
+    /// strings and value lists).
+    pub fn heap_bytes(&self) -> usize {
+        fn cap<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        fn scalar(v: &ScalarValue) -> usize {
+            match v {
+                ScalarValue::Utf8(s) => s.capacity(),
+                _ => 0,
+            }
+        }
+        match self {
+            Accumulator::Count(c) => cap(c),
+            Accumulator::SumInt { sums, seen } => cap(sums) + cap(seen),
+            Accumulator::SumFloat { sums, seen } => cap(sums) + cap(seen),
+            Accumulator::AvgInt { sums, counts } => cap(sums) + cap(counts),
+            Accumulator::AvgFloat { sums, counts } => cap(sums) + cap(counts),
+            Accumulator::Extreme { values, .. } => {
+                cap(values) + values.iter().flatten().map(scalar).sum::<usize>()
+            }
+            Accumulator::Moments { n, mean, m2, .. } => cap(n) + cap(mean) + cap(m2),
+            Accumulator::Quantile { values, .. } => {
+                cap(values) + values.iter().map(cap).sum::<usize>()
+            }
+            Accumulator::StringAgg { values, .. } => {
+                cap(values) + values.iter().flatten().map(String::capacity).sum::<usize>()
+            }
+            Accumulator::Bool { values, .. } => cap(values),
+            Accumulator::Single { values, rows, .. } => {
+                cap(values) + cap(rows) + values.iter().flatten().map(scalar).sum::<usize>()
+            }
+            Accumulator::Distinct { seen, values, .. } => {
+                let set_bytes: usize = seen
+                    .iter()
+                    .map(|s| {
+                        s.capacity() * std::mem::size_of::<Box<[u8]>>()
+                            + s.iter().map(|k| k.len()).sum::<usize>()
+                    })
+                    .sum();
+                let value_bytes: usize = values
+                    .iter()
+                    .map(|v| cap(v) + v.iter().map(|(k, x)| k.len() + scalar(x)).sum::<usize>())
+                    .sum();
+                cap(seen) + set_bytes + cap(values) + value_bytes
+            }
+        }
+    }
+
     /// A state for `func` over arguments of type `arg` (ignored for `count(*)`); `constant`
     /// is the constant second argument (a quantile's fraction, string_agg's separator).
     pub fn new(

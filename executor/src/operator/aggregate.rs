@@ -87,6 +87,16 @@ impl Sink for AggregateSink {
         "HashAggregate"
     }
 
+    fn partial_bytes(&self, p: &Partial) -> usize {
+        p.keys.heap_bytes()
+            + p.key_columns.iter().map(Column::window_bytes).sum::<usize>()
+            + p.accs.iter().map(Accumulator::heap_bytes).sum::<usize>()
+    }
+
+    fn output_bytes(&self, output: &Vec<Batch>) -> usize {
+        output.iter().map(Batch::window_bytes).sum()
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Partial> {
         let mut t = self.new_table()?;
         for batch in &batches {

@@ -15,6 +15,14 @@ impl Sink for CollectSink {
         "Collect"
     }
 
+    fn partial_bytes(&self, partial: &Vec<Batch>) -> usize {
+        partial.iter().map(Batch::window_bytes).sum()
+    }
+
+    fn output_bytes(&self, output: &Vec<Batch>) -> usize {
+        output.iter().map(Batch::window_bytes).sum()
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         Ok(batches)
     }

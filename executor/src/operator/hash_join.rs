@@ -155,6 +155,15 @@ impl JoinTable {
         })
     }
 
+    /// Memory held: the build rows (their values) and the index over them.
+    pub fn heap_bytes(&self) -> usize {
+        let index = match &self.keys {
+            KeyIndex::Encoded(k) => k.heap_bytes(),
+            KeyIndex::Int(m) => m.capacity() * (8 + 4 + 1),
+        };
+        self.build.window_bytes() + index + (self.starts.capacity() + self.rows.capacity()) * 4
+    }
+
     pub fn num_rows(&self) -> usize {
         self.build.num_rows()
     }

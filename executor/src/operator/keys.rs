@@ -121,6 +121,13 @@ pub struct KeyInterner {
 }
 
 impl KeyInterner {
+    /// Memory held: the hash table, the key bytes, their offsets and hashes.
+    pub fn heap_bytes(&self) -> usize {
+        self.table.capacity() * std::mem::size_of::<u32>()
+            + self.arena.capacity()
+            + (self.offsets.capacity() + self.hashes.capacity()) * 8
+    }
+
     pub fn new() -> Self {
         Self {
             table: HashTable::new(),

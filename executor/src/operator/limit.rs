@@ -48,6 +48,14 @@ impl Sink for LimitSink {
         vec!["stops the pipeline once the morsels so far hold enough rows".into()]
     }
 
+    fn partial_bytes(&self, partial: &Vec<Batch>) -> usize {
+        partial.iter().map(Batch::window_bytes).sum()
+    }
+
+    fn output_bytes(&self, output: &Vec<Batch>) -> usize {
+        output.iter().map(Batch::window_bytes).sum()
+    }
+
     fn consume(&self, seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         if let Some(fetch) = self.fetch {
             let need = self.skip.saturating_add(fetch);

@@ -118,6 +118,14 @@ impl Sink for SortSink {
         d
     }
 
+    fn partial_bytes(&self, partial: &Vec<Batch>) -> usize {
+        partial.iter().map(Batch::window_bytes).sum()
+    }
+
+    fn output_bytes(&self, output: &Vec<Batch>) -> usize {
+        output.iter().map(Batch::window_bytes).sum()
+    }
+
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         match self.limit {
             // Top-K: each morsel keeps only its own first k rows.

@@ -182,6 +182,23 @@ impl Column {
         with_column!(self, c => c.allocated_bytes())
     }
 
+    /// Bytes of the values this column shows (a slice counts only its window, not the
+    /// shared buffers behind it): what a state holding it adds to memory at most.
+    pub fn window_bytes(&self) -> usize {
+        let validity = self.validity().map_or(0, |_| self.len().div_ceil(8));
+        let values = match self {
+            Column::Boolean(c) => c.len().div_ceil(8),
+            Column::Int32(c) | Column::Date32(c) => c.len() * 4,
+            Column::Int64(c) | Column::Timestamp(c) => c.len() * 8,
+            Column::Float64(c) => c.len() * 8,
+            Column::Utf8(c) => {
+                let o = c.offsets();
+                (o.len() * 8) + (o[o.len() - 1] - o[0]) as usize
+            }
+        };
+        values + validity
+    }
+
     pub fn as_boolean(&self) -> Option<&BooleanColumn> {
         match self {
             Column::Boolean(c) => Some(c),
