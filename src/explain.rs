@@ -547,9 +547,10 @@ pub(crate) fn profile_table(p: &QueryProfile) -> Result<MemTable> {
             for (col, v) in floats.iter_mut().zip(row_floats) {
                 col.push(v);
             }
-            for (col, v) in texts
-                .iter_mut()
-                .zip([role.to_string(), s.name.clone(), s.details.join("; ")])
+            for (col, v) in
+                texts
+                    .iter_mut()
+                    .zip([role.to_string(), s.name.clone(), s.details.join("; ")])
             {
                 col.push(v);
             }

@@ -314,9 +314,12 @@ impl Catalog for Session {
         let profile = self
             .sql(sql)
             .and_then(|frame| frame.explain_analyze())
-            .map_err(|e| SqlError::invalid(format!("in the query passed to explain_analyze(): {e}")))?;
-        let table = crate::explain::profile_table(&profile)
-            .map_err(|e| SqlError::invalid(format!("in the query passed to explain_analyze(): {e}")))?;
+            .map_err(|e| {
+                SqlError::invalid(format!("in the query passed to explain_analyze(): {e}"))
+            })?;
+        let table = crate::explain::profile_table(&profile).map_err(|e| {
+            SqlError::invalid(format!("in the query passed to explain_analyze(): {e}"))
+        })?;
         Ok(TableSource::Memory(Arc::new(table)))
     }
 }

@@ -40,8 +40,47 @@ pub fn parse_i32(s: &[u8]) -> Option<i32> {
 /// Parses a float, correctly rounded. Accepts `inf`, `-inf`, `infinity` and `nan` in any case.
 #[inline]
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if let Some(v) = parse_plain_decimal(s) {
+        return Some(v);
+    }
     let text = std::str::from_utf8(s).ok()?;
     text.parse::<f64>().ok()
+}
+
+/// Clinger's fast path for `[+-]digits[.digits]`: when the digits, read as an integer `m`,
+/// fit in 53 bits and there are at most 22 of them after the point, `m` and `10^frac` are
+/// both exact doubles, so the one IEEE division `m / 10^frac` is the correctly rounded
+/// value. Anything else (exponents, long mantissas, `inf`) is left to the full parser.
+#[inline]
+fn parse_plain_decimal(s: &[u8]) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let (neg, s) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (mut m, mut digits, mut frac, mut point) = (0u64, 0usize, 0usize, false);
+    for &b in s {
+        if b == b'.' && !point {
+            point = true;
+            continue;
+        }
+        let d = b.wrapping_sub(b'0');
+        if d > 9 || digits == 19 {
+            return None;
+        }
+        m = m * 10 + u64::from(d);
+        digits += 1;
+        frac += usize::from(point);
+    }
+    if digits == 0 || m > 1 << 53 || frac > 22 {
+        return None;
+    }
+    let v = m as f64 / POW10[frac];
+    Some(if neg { -v } else { v })
 }
 
 /// True when `s` looks like a plain decimal number (digits, one point, optional exponent):
@@ -114,5 +153,61 @@ mod tests {
         assert!(!looks_numeric(b"."));
         assert!(!looks_numeric(b"1e"));
         assert!(!looks_numeric(b"2024-02-28"));
+    }
+
+    /// The fast path agrees with the standard library's correctly rounded parser, bit for
+    /// bit, on plain decimals of every shape it takes and the ones it must pass on.
+    #[test]
+    fn plain_decimal_fast_path_matches_the_full_parser() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut texts: Vec<String> = [
+            "0",
+            "-0",
+            "-0.0",
+            "0.5",
+            ".5",
+            "5.",
+            "+1.25",
+            "9007199254740993",
+            "9007199254740992",
+            "123456789012345678",
+            "1234567890123456789",
+            "0.1000000000000000055511151231257827",
+            "1.7976931348623157",
+            "00001.2300",
+            "1..2",
+            "-",
+            ".",
+            "1.2.3",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for _ in 0..20_000 {
+            let int = next() % 1_000_000_000_000;
+            let frac_digits = (next() % 24) as usize;
+            let frac = next() % 10u64.pow(frac_digits.min(19) as u32).max(1);
+            let sign = if next() % 2 == 0 { "-" } else { "" };
+            texts.push(format!("{sign}{int}.{frac:0frac_digits$}"));
+        }
+        for t in &texts {
+            let fast = parse_plain_decimal(t.as_bytes());
+            let full = t.parse::<f64>().ok();
+            if let Some(v) = fast {
+                assert_eq!(Some(v.to_bits()), full.map(f64::to_bits), "{t}");
+            }
+            assert_eq!(
+                parse_f64(t.as_bytes()).map(f64::to_bits),
+                full.map(f64::to_bits),
+                "{t}"
+            );
+        }
     }
 }

@@ -89,7 +89,10 @@ impl Sink for AggregateSink {
 
     fn partial_bytes(&self, p: &Partial) -> usize {
         p.keys.heap_bytes()
-            + p.key_columns.iter().map(Column::window_bytes).sum::<usize>()
+            + p.key_columns
+                .iter()
+                .map(Column::window_bytes)
+                .sum::<usize>()
             + p.accs.iter().map(Accumulator::heap_bytes).sum::<usize>()
     }
 

@@ -326,10 +326,12 @@ impl Binder<'_> {
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v)))] => {
                 match &v.value {
                     ast::Value::SingleQuotedString(s) => s.clone(),
-                    _ => return Err(SqlError::invalid(
-                        "explain_analyze() takes the query as one string literal".to_string(),
-                    )
-                    .at(v.span)),
+                    _ => {
+                        return Err(SqlError::invalid(
+                            "explain_analyze() takes the query as one string literal".to_string(),
+                        )
+                        .at(v.span))
+                    }
                 }
             }
             _ => {

@@ -5,6 +5,7 @@
 //! fields are tokenized (their boundaries must be found) but never parsed. Errors are reported
 //! for the first offending record in file order, whichever column finds it.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -219,8 +220,7 @@ impl BlockDecoder {
         let rows = tokenized.lines.len();
         let width = self.projection.len();
         let buf = &block.data[..];
-        let quote = self.dialect.quote.unwrap_or(b'"');
-        let mut scratch = Vec::new();
+        let utf8 = BlockUtf8::new(buf, &self.dialect);
         // Without ignore_errors: the first (row, field) that failed. With it: a reason per row.
         let mut first: Option<(usize, usize, CsvError)> = None;
         let mut bad: Vec<Option<String>> = Vec::new();
@@ -231,32 +231,23 @@ impl BlockDecoder {
             let end = first
                 .as_ref()
                 .map_or(rows, |f| if field < f.1 { f.0 + 1 } else { f.0 });
-            for row in 0..end {
-                let span = tokenized.spans[row * width + slot];
-                if span == MISSING {
-                    builder.push_null();
-                    continue;
+            let mut from = 0;
+            while let Err((row, kind)) =
+                self.parse_into(&mut builder, buf, &tokenized, slot, from..end, None, &utf8)
+            {
+                let err = CsvError::new(&self.file, kind)
+                    .at_line(tokenized.lines[row])
+                    .in_column(field, self.column_name(field));
+                if !self.ignore_errors {
+                    first = Some((row, field, err));
+                    break;
                 }
-                let bytes = field_bytes(buf, span, quote, &mut scratch);
-                if self.is_null(span, bytes) {
-                    builder.push_null();
-                    continue;
+                if bad.is_empty() {
+                    bad = vec![None; rows];
                 }
-                if let Err(kind) = push_parsed(&mut builder, bytes) {
-                    let err = CsvError::new(&self.file, kind)
-                        .at_line(tokenized.lines[row])
-                        .in_column(field, self.column_name(field));
-                    if self.ignore_errors {
-                        if bad.is_empty() {
-                            bad = vec![None; rows];
-                        }
-                        bad[row].get_or_insert_with(|| err.reason());
-                        builder.push_null();
-                    } else {
-                        first = Some((row, field, err));
-                        break;
-                    }
-                }
+                bad[row].get_or_insert_with(|| err.reason());
+                builder.push_null();
+                from = row + 1;
             }
             columns.push(builder);
         }
@@ -324,10 +315,11 @@ impl BlockDecoder {
         }
         let rows = tokenized.lines.len();
         let buf = &block.data[..];
+        let utf8 = BlockUtf8::new(buf, &self.dialect);
         let slots = filter.slots();
         let mut filter_columns = Vec::with_capacity(slots.len());
         for &slot in slots {
-            match self.parse_column(buf, &tokenized, slot, None) {
+            match self.parse_column(buf, &tokenized, slot, None, &utf8) {
                 Some(c) => filter_columns.push(c),
                 None => return self.decode_then_filter(block, filter),
             }
@@ -348,7 +340,7 @@ impl BlockDecoder {
         }
         for (slot, column) in columns.iter_mut().enumerate() {
             if column.is_none() {
-                match self.parse_column(buf, &tokenized, slot, Some(&keep)) {
+                match self.parse_column(buf, &tokenized, slot, Some(&keep), &utf8) {
                     Some(c) => *column = Some(c),
                     None => return self.decode_then_filter(block, filter),
                 }
@@ -396,74 +388,209 @@ impl BlockDecoder {
     }
 
     /// Parses projected column `slot` of every tokenized row, appending only the rows
-    /// `keep` selects (all when `None`) and parsing the others into a scratch builder just
-    /// to check them. `None` when any field fails to parse.
+    /// `keep` selects (all when `None`); the others are parsed only to check them. `None`
+    /// when any field fails to parse.
     fn parse_column(
         &self,
         buf: &[u8],
         tokenized: &Tokenized,
         slot: usize,
         keep: Option<&Bitmap>,
+        utf8: &BlockUtf8,
     ) -> Option<Column> {
-        let width = self.projection.len();
         let rows = tokenized.lines.len();
         let ty = self.file_schema.field(self.projection[slot]).data_type;
-        let quote = self.dialect.quote.unwrap_or(b'"');
-        let mut scratch = Vec::new();
         let mut builder = ColumnBuilder::with_capacity(ty, keep.map_or(rows, Bitmap::count_ones));
-        let mut discard = ColumnBuilder::with_capacity(ty, 0);
-        for row in 0..rows {
-            let out = if keep.is_none_or(|k| k.get(row)) {
-                &mut builder
-            } else {
-                discard.truncate(0);
-                &mut discard
-            };
-            let span = tokenized.spans[row * width + slot];
-            if span == MISSING {
-                out.push_null();
-                continue;
-            }
-            let bytes = field_bytes(buf, span, quote, &mut scratch);
-            if self.is_null(span, bytes) {
-                out.push_null();
-            } else if push_parsed(out, bytes).is_err() {
-                return None;
+        self.parse_into(&mut builder, buf, tokenized, slot, 0..rows, keep, utf8)
+            .ok()?;
+        Some(builder.finish())
+    }
+
+    /// Parses rows `rows` of projected column `slot` into `builder`, appending the rows
+    /// `keep` selects (all when `None`) and only checking the others; stops at the first
+    /// field that does not parse, with its row and why. One loop per column type, so the
+    /// per-field work has no type dispatch.
+    #[allow(clippy::too_many_arguments)]
+    fn parse_into(
+        &self,
+        builder: &mut ColumnBuilder,
+        buf: &[u8],
+        tokenized: &Tokenized,
+        slot: usize,
+        rows: Range<usize>,
+        keep: Option<&Bitmap>,
+        utf8: &BlockUtf8,
+    ) -> Result<(), (usize, CsvErrorKind)> {
+        let fields = FieldCursor {
+            decoder: self,
+            buf,
+            tokenized,
+            slot,
+            keep,
+        };
+        match builder {
+            ColumnBuilder::Boolean(b) => fields.each(rows, DataType::Boolean, |v, append| {
+                push_value(v.map(parse::parse_bool), append, |x| b.push_option(x))
+            }),
+            ColumnBuilder::Int32(b) => fields.each(rows, DataType::Int32, |v, append| {
+                push_value(v.map(parse::parse_i32), append, |x| b.push_option(x))
+            }),
+            ColumnBuilder::Int64(b) => fields.each(rows, DataType::Int64, |v, append| {
+                push_value(v.map(parse::parse_i64), append, |x| b.push_option(x))
+            }),
+            ColumnBuilder::Float64(b) => fields.each(rows, DataType::Float64, |v, append| {
+                push_value(v.map(parse::parse_f64), append, |x| b.push_option(x))
+            }),
+            ColumnBuilder::Date32(b) => fields.each(rows, DataType::Date32, |v, append| {
+                push_value(v.map(temporal::parse_date), append, |x| b.push_option(x))
+            }),
+            ColumnBuilder::Timestamp(b) => fields.each(rows, DataType::Timestamp, |v, append| {
+                push_value(v.map(temporal::parse_timestamp), append, |x| {
+                    b.push_option(x)
+                })
+            }),
+            ColumnBuilder::Utf8(b) => {
+                let checked = utf8.is_valid();
+                fields.each_utf8(rows, |v, append| {
+                    let text = match v {
+                        None => None,
+                        // SAFETY: the whole block is valid UTF-8 and the delimiter and quote
+                        // are ASCII, so a field (which starts and ends next to an ASCII byte or
+                        // the block's ends, themselves after a line feed) never splits a
+                        // multi-byte character, and undoing doubled quotes only drops ASCII
+                        // bytes: the field is valid UTF-8 too.
+                        Some(bytes) if checked => {
+                            Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+                        }
+                        Some(bytes) => Some(
+                            std::str::from_utf8(bytes).map_err(|_| CsvErrorKind::InvalidUtf8)?,
+                        ),
+                    };
+                    if append {
+                        match text {
+                            Some(t) => b.push(t),
+                            None => b.push_null(),
+                        }
+                    }
+                    Ok(())
+                })
             }
         }
-        Some(builder.finish())
     }
 }
 
-/// Parses `bytes` as the builder's type and appends it.
-#[inline]
-fn push_parsed(builder: &mut ColumnBuilder, bytes: &[u8]) -> Result<(), CsvErrorKind> {
-    let fail = |ty: DataType| CsvErrorKind::Parse {
-        text: String::from_utf8_lossy(bytes).into_owned(),
-        data_type: ty,
+/// Appends a parsed value (`Some(None)`: the field did not parse; `None`: NULL) when
+/// `append`; a field that did not parse is an error either way.
+#[inline(always)]
+fn push_value<T>(
+    parsed: Option<Option<T>>,
+    append: bool,
+    mut push: impl FnMut(Option<T>),
+) -> Result<(), ()> {
+    let value = match parsed {
+        Some(Some(v)) => Some(v),
+        Some(None) => return Err(()),
+        None => None,
     };
-    match builder {
-        ColumnBuilder::Boolean(b) => {
-            b.push(parse::parse_bool(bytes).ok_or_else(|| fail(DataType::Boolean))?)
-        }
-        ColumnBuilder::Int32(b) => {
-            b.push(parse::parse_i32(bytes).ok_or_else(|| fail(DataType::Int32))?)
-        }
-        ColumnBuilder::Int64(b) => {
-            b.push(parse::parse_i64(bytes).ok_or_else(|| fail(DataType::Int64))?)
-        }
-        ColumnBuilder::Float64(b) => {
-            b.push(parse::parse_f64(bytes).ok_or_else(|| fail(DataType::Float64))?)
-        }
-        ColumnBuilder::Date32(b) => {
-            b.push(temporal::parse_date(bytes).ok_or_else(|| fail(DataType::Date32))?)
-        }
-        ColumnBuilder::Timestamp(b) => {
-            b.push(temporal::parse_timestamp(bytes).ok_or_else(|| fail(DataType::Timestamp))?)
-        }
-        ColumnBuilder::Utf8(b) => {
-            b.push(std::str::from_utf8(bytes).map_err(|_| CsvErrorKind::InvalidUtf8)?)
-        }
+    if append {
+        push(value);
     }
     Ok(())
+}
+
+/// Whether a block is valid UTF-8 as a whole, checked once, when a text column first needs
+/// to know (then no field needs its own check).
+struct BlockUtf8<'a> {
+    buf: &'a [u8],
+    ascii_syntax: bool,
+    valid: std::cell::OnceCell<bool>,
+}
+
+impl<'a> BlockUtf8<'a> {
+    fn new(buf: &'a [u8], dialect: &Dialect) -> Self {
+        Self {
+            buf,
+            ascii_syntax: dialect.delimiter.is_ascii()
+                && dialect.quote.is_none_or(|q| q.is_ascii()),
+            valid: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn is_valid(&self) -> bool {
+        self.ascii_syntax
+            && *self
+                .valid
+                .get_or_init(|| std::str::from_utf8(self.buf).is_ok())
+    }
+}
+
+/// The fields of one projected column of a tokenized block.
+struct FieldCursor<'a> {
+    decoder: &'a BlockDecoder,
+    buf: &'a [u8],
+    tokenized: &'a Tokenized,
+    slot: usize,
+    keep: Option<&'a Bitmap>,
+}
+
+impl FieldCursor<'_> {
+    /// Calls `f(field, append)` for each row in `rows`, the field `None` when NULL or missing
+    /// and `append` false for rows `keep` drops; a parse failure (`Err(())`) stops with the
+    /// row and a parse error for type `ty`.
+    #[inline(always)]
+    fn each(
+        &self,
+        rows: Range<usize>,
+        ty: DataType,
+        mut f: impl FnMut(Option<&[u8]>, bool) -> Result<(), ()>,
+    ) -> Result<(), (usize, CsvErrorKind)> {
+        let mut scratch = Vec::new();
+        for row in rows {
+            let field = self.field(row, &mut scratch);
+            if f(field, self.appends(row)).is_err() {
+                let text = self.field(row, &mut scratch).unwrap_or_default();
+                return Err((
+                    row,
+                    CsvErrorKind::Parse {
+                        text: String::from_utf8_lossy(text).into_owned(),
+                        data_type: ty,
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Like [`Self::each`] for text, whose only failure is invalid UTF-8.
+    #[inline(always)]
+    fn each_utf8(
+        &self,
+        rows: Range<usize>,
+        mut f: impl FnMut(Option<&[u8]>, bool) -> Result<(), CsvErrorKind>,
+    ) -> Result<(), (usize, CsvErrorKind)> {
+        let mut scratch = Vec::new();
+        for row in rows {
+            let field = self.field(row, &mut scratch);
+            f(field, self.appends(row)).map_err(|kind| (row, kind))?;
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn appends(&self, row: usize) -> bool {
+        self.keep.is_none_or(|k| k.get(row))
+    }
+
+    /// Row `row`'s field, or `None` when it is missing or a null string.
+    #[inline(always)]
+    fn field<'s>(&'s self, row: usize, scratch: &'s mut Vec<u8>) -> Option<&'s [u8]> {
+        let width = self.decoder.projection.len();
+        let span = self.tokenized.spans[row * width + self.slot];
+        if span == MISSING {
+            return None;
+        }
+        let quote = self.decoder.dialect.quote.unwrap_or(b'"');
+        let bytes = field_bytes(self.buf, span, quote, scratch);
+        (!self.decoder.is_null(span, bytes)).then_some(bytes)
+    }
 }

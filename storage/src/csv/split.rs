@@ -24,7 +24,9 @@ use super::tokenize::{Dialect, Tokenizer};
 pub struct Block {
     /// 0-based sequence number; restores file order after parallel decoding.
     pub seq: u64,
-    pub data: Arc<[u8]>,
+    /// The block's bytes (an `Arc<Vec>` so that the buffer read into becomes the block
+    /// without a copy).
+    pub data: Arc<Vec<u8>>,
     /// Byte offset of `data[0]` in the input.
     pub offset: u64,
     /// 1-based physical line of `data[0]`.
@@ -76,6 +78,9 @@ impl BlockSplitter {
 
     /// Reads until `pending` holds at least `want` bytes or the input ends.
     fn fill(&mut self, want: usize) -> Result<(), CsvError> {
+        // Read into capacity reserved up front, not a vector grown (and copied) by doubling.
+        self.pending
+            .reserve(want.saturating_sub(self.pending.len()));
         while !self.eof && self.pending.len() < want {
             let need = want - self.pending.len();
             let got = (&mut self.input)
@@ -131,8 +136,12 @@ impl BlockSplitter {
             }
             self.rows_left = Some(left - count.min(left));
         }
-        let rest = self.pending.split_off(cut);
-        let data: Arc<[u8]> = std::mem::replace(&mut self.pending, rest).into();
+        // The buffer becomes the block; the partial record after the cut starts the next one.
+        let mut next = Vec::with_capacity(self.block_size);
+        next.extend_from_slice(&self.pending[cut..]);
+        let mut data = std::mem::replace(&mut self.pending, next);
+        data.truncate(cut);
+        let data = Arc::new(data);
         let block = Block {
             seq: self.next_seq,
             data,
@@ -141,7 +150,7 @@ impl BlockSplitter {
         };
         self.next_seq += 1;
         self.offset += cut as u64;
-        self.line += memchr::memchr_iter(b'\n', &block.data).count() as u64;
+        self.line += memchr::memchr_iter(b'\n', &block.data[..]).count() as u64;
         if self.eof && self.pending.is_empty() {
             self.done = true;
         }
@@ -151,6 +160,10 @@ impl BlockSplitter {
 
 /// End of the last line break in `buf` with an even number of quote bytes before it.
 fn last_boundary_by_parity(buf: &[u8], quote: u8) -> Option<usize> {
+    if memchr(quote, buf).is_none() {
+        // No quotes (the common case): every line break is a boundary.
+        return memrchr(b'\n', buf).map(|i| i + 1);
+    }
     let mut inside = false;
     let mut last = None;
     for i in memchr::memchr2_iter(quote, b'\n', buf) {
