@@ -368,3 +368,28 @@ fn no_byte_sequence_panics() {
         }
     }
 }
+
+/// The inference sample keeps the values of number and date columns, so the planner can
+/// estimate how many rows a comparison keeps.
+#[test]
+fn the_sample_estimates_range_fractions() {
+    let mut text = String::from("n,d,s\n");
+    for i in 0..1000 {
+        text.push_str(&format!("{i},2024-01-{:02},x{i}\n", 1 + i % 28));
+    }
+    let r = CsvReader::open(
+        CsvInput::bytes("t.csv", text.into_bytes()),
+        CsvOptions::default(),
+    )
+    .unwrap();
+    let below_100 = r.sample_fraction(0, |x| x < 100.0).unwrap();
+    assert!((below_100 - 0.1).abs() < 0.01, "{below_100}");
+    // A predicate no sampled value meets is rare, not impossible.
+    assert!(r.sample_fraction(0, |x| x < -5.0).unwrap() > 0.0);
+    // Dates are held in days: 2024-01-01 .. 2024-01-14 is half of each 28-day cycle.
+    let jan1 = 19723.0;
+    let first_half = r.sample_fraction(1, |x| x < jan1 + 14.0).unwrap();
+    assert!((first_half - 0.5).abs() < 0.02, "{first_half}");
+    // Text has no sampled points.
+    assert_eq!(r.sample_fraction(2, |_| true), None);
+}

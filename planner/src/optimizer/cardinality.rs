@@ -1,12 +1,16 @@
 //! Row-count estimates for planning: exact counts for in-memory tables, file size over the
 //! sampled record width for CSV files, distinct-value counts from the CSV inference sample,
-//! and fixed selectivities for predicate shapes (the textbook guesses). An equi-join of `l`
+//! the fraction of sampled values a CSV scan's comparisons with constants keep (all the
+//! comparisons on one column evaluated together, so `BETWEEN` is not two independent
+//! halves), and fixed selectivities for other predicate shapes (the textbook guesses). An equi-join of `l`
 //! and `r` rows on keys with `d` distinct values is estimated at `l * r / d`; without
 //! statistics for a key, as a foreign-key join (the larger side's rows). Estimates depend
 //! only on the data, so plans are the same for any thread count.
 
 use crate::expr::{BinaryOp, ColumnRef, Expr};
-use crate::plan::{JoinKind, LogicalPlan, TableSource};
+use morsel_storage::ScalarValue;
+
+use crate::plan::{JoinKind, LogicalPlan, Scan, TableSource};
 
 /// The estimated number of rows `plan` produces.
 pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
@@ -16,7 +20,7 @@ pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
                 TableSource::Csv(files) => files.readers().iter().map(|r| r.estimated_rows()).sum(),
                 TableSource::Memory(m) => m.num_rows() as f64,
             };
-            rows * s.filters.iter().map(selectivity).product::<f64>()
+            rows * scan_selectivity(s)
         }
         LogicalPlan::Filter { input, predicate } => estimate_rows(input) * selectivity(predicate),
         LogicalPlan::Projection { input, .. }
@@ -138,6 +142,81 @@ pub fn distinct_values(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
         _ => return None,
     };
     Some(d.min(estimate_rows(plan)).max(1.0))
+}
+
+/// The fraction of a scan's rows its filters keep: comparisons of a CSV column with a
+/// constant by the inference sample (per column, all such comparisons at once), the rest by
+/// [`selectivity`]; columns are taken as independent.
+fn scan_selectivity(scan: &Scan) -> f64 {
+    let TableSource::Csv(files) = &scan.source else {
+        return scan.filters.iter().map(selectivity).product();
+    };
+    let reader = &files.readers()[0];
+    // (file column, comparison, constant) of every `column op constant` conjunct.
+    let mut ranges: Vec<(usize, BinaryOp, f64)> = Vec::new();
+    let mut other = 1.0;
+    for f in &scan.filters {
+        match column_comparison(f, scan) {
+            Some(r) => ranges.push(r),
+            None => other *= selectivity(f),
+        }
+    }
+    let mut columns: Vec<usize> = ranges.iter().map(|r| r.0).collect();
+    columns.sort_unstable();
+    columns.dedup();
+    let mut sampled = 1.0;
+    for c in columns {
+        let on_c: Vec<(BinaryOp, f64)> = ranges
+            .iter()
+            .filter(|r| r.0 == c)
+            .map(|r| (r.1, r.2))
+            .collect();
+        let fraction = reader.sample_fraction(c, |x| {
+            on_c.iter().all(|&(op, v)| match op {
+                BinaryOp::Lt => x < v,
+                BinaryOp::LtEq => x <= v,
+                BinaryOp::Gt => x > v,
+                BinaryOp::GtEq => x >= v,
+                BinaryOp::Eq => x == v,
+                _ => x != v,
+            })
+        });
+        sampled *= fraction.unwrap_or_else(|| {
+            on_c.iter()
+                .map(|(op, _)| match op {
+                    BinaryOp::Eq => 0.1,
+                    BinaryOp::NotEq => 0.9,
+                    _ => 0.33,
+                })
+                .product()
+        });
+    }
+    other * sampled
+}
+
+/// `column op constant` (either way round) over a scan's file column, with a numeric, date
+/// or timestamp constant as a double (as the inference sample holds them).
+fn column_comparison(e: &Expr, scan: &Scan) -> Option<(usize, BinaryOp, f64)> {
+    let Expr::Binary { left, op, right } = e else {
+        return None;
+    };
+    if !op.is_comparison() {
+        return None;
+    }
+    let (c, v, op) = match (left.as_ref(), right.as_ref()) {
+        (Expr::Column(c), Expr::Literal(v)) => (c, v, *op),
+        (Expr::Literal(v), Expr::Column(c)) => (c, v, op.swap()),
+        _ => return None,
+    };
+    let value = match v {
+        ScalarValue::Int32(x) | ScalarValue::Date32(x) => f64::from(*x),
+        ScalarValue::Int64(x) | ScalarValue::Timestamp(x) => *x as f64,
+        ScalarValue::Float64(x) => *x,
+        _ => return None,
+    };
+    let i = scan.schema.index_of(c).ok()?;
+    let file_col = scan.projection.as_ref().map_or(i, |p| p[i]);
+    Some((file_col, op, value))
 }
 
 /// The fraction of rows a predicate keeps (a guess by its shape).

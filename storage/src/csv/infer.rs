@@ -35,17 +35,21 @@ impl fmt::Display for SampleLocation {
 }
 
 /// The chosen type of one column and the reason for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ColumnInference {
     pub name: String,
     pub data_type: DataType,
     pub reason: String,
     /// How often the sampled non-NULL values occurred (planner statistics).
     pub sample_counts: crate::stats::SampleCounts,
+    /// The sampled values of a number, date or timestamp column as doubles (dates in days,
+    /// timestamps in microseconds), sorted: the planner's range selectivities. Empty for
+    /// text.
+    pub sample_points: Vec<f64>,
 }
 
 /// Why each column got its type; printable as one line per column.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct InferenceReport {
     pub columns: Vec<ColumnInference>,
     pub sampled_records: usize,
@@ -98,6 +102,8 @@ struct Evidence {
     values: usize,
     /// How often each distinct value (by hash) was seen (at most `MAX_DISTINCT` values).
     distinct: HashMap<u64, u32>,
+    /// The values read as a number, else a date, else a timestamp (at most `MAX_DISTINCT`).
+    points: Vec<f64>,
     example: Option<(String, SampleLocation)>,
     /// For each candidate, the first value that ruled it out.
     ruled_out: [Option<(String, SampleLocation)>; 5],
@@ -111,6 +117,12 @@ impl Evidence {
             *n += 1;
         } else if self.distinct.len() < MAX_DISTINCT {
             self.distinct.insert(h, 1);
+        }
+        if self.points.len() < MAX_DISTINCT {
+            let point = crate::parse::parse_f64(v)
+                .or_else(|| crate::temporal::parse_date(v).map(f64::from))
+                .or_else(|| crate::temporal::parse_timestamp(v).map(|t| t as f64));
+            self.points.extend(point);
         }
         let text = || {
             String::from_utf8_lossy(v)
@@ -259,6 +271,20 @@ pub(crate) fn infer_types(
             sample_counts: crate::stats::SampleCounts::from_frequencies(
                 ev.distinct.values().copied(),
             ),
+            sample_points: match ty {
+                DataType::Int32
+                | DataType::Int64
+                | DataType::Float64
+                | DataType::Date32
+                | DataType::Timestamp
+                    if ev.points.len() == ev.values =>
+                {
+                    let mut points = ev.points.clone();
+                    points.sort_by(f64::total_cmp);
+                    points
+                }
+                _ => Vec::new(),
+            },
         });
     }
     Ok((types, report))

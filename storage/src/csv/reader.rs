@@ -69,6 +69,7 @@ impl CsvReader {
                         data_type: f.data_type,
                         reason: "given by the schema".into(),
                         sample_counts: Default::default(),
+                        sample_points: Vec::new(),
                     })
                     .collect();
                 (
@@ -157,6 +158,18 @@ impl CsvReader {
             c.sample_counts,
             self.estimated_rows(),
         ))
+    }
+
+    /// The fraction of sampled values of column `col` for which `keep` holds (at least
+    /// one in `sample + 1`, so a predicate the sample never meets is rare, not impossible);
+    /// `None` for text columns and without a sample.
+    pub fn sample_fraction(&self, col: usize, keep: impl Fn(f64) -> bool) -> Option<f64> {
+        let points = &self.inference.columns.get(col)?.sample_points;
+        if points.is_empty() {
+            return None;
+        }
+        let hits = points.iter().filter(|&&p| keep(p)).count();
+        Some((hits.max(1) as f64 / (points.len() + 1) as f64).min(1.0))
     }
 
     /// The schema of the file (all columns).
