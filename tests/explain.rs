@@ -265,3 +265,18 @@ fn the_profile_is_a_table() {
         "{err}"
     );
 }
+
+/// An outer join's ON conjunct over only its matched (not preserved) side filters that side
+/// before the join; one over the preserved side stays in the join.
+#[test]
+fn on_conditions_over_the_matched_side_reach_its_scan() {
+    let s = Session::with_threads(1);
+    let plan = lines(
+        &s,
+        "EXPLAIN SELECT p.name, o.amount FROM 'tests/data/people.csv' p LEFT JOIN 'tests/data/orders.csv' o ON p.id = o.person_id AND o.amount > 10 AND p.age > 30",
+    )
+    .join("\n");
+    assert!(plan.contains("filters=[o.amount > 10.0]"), "{plan}");
+    assert!(plan.contains("filter=p.age > 30"), "{plan}");
+    assert!(!plan.contains("AS p projection=[id, name, age] filters"), "{plan}");
+}

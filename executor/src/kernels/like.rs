@@ -1,7 +1,9 @@
 //! LIKE / ILIKE matching. `%` matches any run of characters, `_` exactly one character.
-//! Common shapes (`abc`, `abc%`, `%abc`, `%abc%`) take fast paths; everything else uses a
-//! greedy matcher that backtracks only to the last `%`, so it runs in linear time for
-//! patterns with at most one `%` and never worse than O(pattern x text).
+//! Common shapes (`abc`, `abc%`, `%abc`, `%abc%`) take fast paths, and so does any pattern
+//! without `_` (`%special%requests%`): its literal pieces are found left to right by substring
+//! search, which is exact for `%`-only patterns. Everything else uses a greedy matcher that
+//! backtracks only to the last `%`, so it runs in linear time for patterns with at most one
+//! `%` and never worse than O(pattern x text).
 
 use morsel_storage::{Bitmap, BooleanColumn, Utf8Column};
 
@@ -27,6 +29,13 @@ enum Fast {
     Prefix(String),
     Suffix(String),
     Contains(String),
+    /// Literal pieces separated by `%`, the first anchored at the start and the last at the
+    /// end when the pattern does not begin or end with `%`.
+    Pieces {
+        anchored_start: bool,
+        anchored_end: bool,
+        pieces: Vec<String>,
+    },
     General,
 }
 
@@ -80,6 +89,17 @@ impl LikeMatcher {
             Fast::Prefix(lits(&tokens[..n - 1]).unwrap_or_default())
         } else if n >= 1 && tokens[0] == Token::Any && lits(&tokens[1..]).is_some() {
             Fast::Suffix(lits(&tokens[1..]).unwrap_or_default())
+        } else if !tokens.contains(&Token::One) {
+            let pieces: Vec<String> = tokens
+                .split(|t| *t == Token::Any)
+                .filter(|run| !run.is_empty())
+                .map(|run| lits(run).unwrap_or_default())
+                .collect();
+            Fast::Pieces {
+                anchored_start: tokens.first() != Some(&Token::Any),
+                anchored_end: tokens.last() != Some(&Token::Any),
+                pieces,
+            }
         } else {
             Fast::General
         };
@@ -103,6 +123,11 @@ impl LikeMatcher {
             Fast::Prefix(s) => text.starts_with(s.as_str()),
             Fast::Suffix(s) => text.ends_with(s.as_str()),
             Fast::Contains(s) => text.contains(s.as_str()),
+            Fast::Pieces {
+                anchored_start,
+                anchored_end,
+                pieces,
+            } => pieces_match(text, *anchored_start, *anchored_end, pieces),
             Fast::General => self.general(text),
         }
     }
@@ -145,6 +170,38 @@ impl LikeMatcher {
     }
 }
 
+/// `text` against `%`-separated literal pieces: the anchored ends first, then each middle
+/// piece at its leftmost occurrence after the previous one (leftmost is always safe when
+/// only `%` separates the pieces).
+fn pieces_match(text: &str, anchored_start: bool, anchored_end: bool, pieces: &[String]) -> bool {
+    let (mut rest, mut pieces) = (text, pieces);
+    if anchored_start {
+        let Some((first, more)) = pieces.split_first() else {
+            return rest.is_empty();
+        };
+        let Some(r) = rest.strip_prefix(first.as_str()) else {
+            return false;
+        };
+        (rest, pieces) = (r, more);
+    }
+    if anchored_end {
+        let Some((last, more)) = pieces.split_last() else {
+            return true;
+        };
+        let Some(r) = rest.strip_suffix(last.as_str()) else {
+            return false;
+        };
+        (rest, pieces) = (r, more);
+    }
+    for p in pieces {
+        match rest.find(p.as_str()) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::LikeMatcher;
@@ -169,6 +226,17 @@ mod tests {
             ),
             ("", "", true),
             ("%", "", true),
+            ("a%b", "ab", true),
+            ("a%b", "a", false),
+            ("a%a", "a", false),
+            ("a%a", "aa", true),
+            ("a%b%c", "abc", true),
+            ("a%b%c", "acb", false),
+            ("a%%c", "ac", true),
+            ("%ab%ab", "xabab", true),
+            ("%ab%ab", "xab", false),
+            ("ab%", "a", false),
+            ("%special%requests%", "requests special", false),
         ];
         for (p, t, want) in cases {
             assert_eq!(

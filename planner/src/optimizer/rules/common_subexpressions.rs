@@ -155,13 +155,22 @@ fn column_names(schema: &PlanSchema, n: usize) -> Vec<String> {
 }
 
 /// A projection over `input` computing `shared` as columns `names` and passing through the
-/// input columns that `users` read.
+/// input columns that `users` read. When `input` only selects columns, the new projection
+/// replaces it (it selects what it needs itself).
 fn compute_below<'a>(
     input: LogicalPlan,
     shared: &[Expr],
     names: &[String],
     users: impl Iterator<Item = &'a Expr>,
 ) -> PlanResult<LogicalPlan> {
+    let input = match input {
+        LogicalPlan::Projection { input, exprs, .. }
+            if exprs.iter().all(|e| matches!(e, Expr::Column(_))) =>
+        {
+            *input
+        }
+        other => other,
+    };
     let schema: &PlanSchema = input.schema();
     let mut exprs: Vec<Expr> = Vec::new();
     for e in users {

@@ -25,6 +25,8 @@ impl OptimizerRule for PushDownFilter {
 fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
     match plan {
         LogicalPlan::Filter { input, predicate } => push(*input, conjuncts(predicate)),
+        // A join's own ON conjuncts may move into its inputs even with no filter above.
+        join @ LogicalPlan::Join { .. } => push(join, Vec::new()),
         other => other.map_children(rewrite),
     }
 }
@@ -244,6 +246,25 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             }
             let (mut to_left, mut to_right, mut residual, mut kept) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            // An ON conjunct over only the side whose rows are matched, never preserved (the
+            // right of a left, semi, anti or mark join; the left of a right join), filters
+            // that side before the join: a row failing it could never match anyway.
+            if !matches!(kind, JoinKind::Inner | JoinKind::Full) {
+                if let Some(f) = filter.take() {
+                    let mut stay = Vec::new();
+                    for c in conjuncts(f) {
+                        let has_cols = !c.columns().is_empty();
+                        if has_cols && kind == JoinKind::Right && resolves(&c, &ls) {
+                            to_left.push(c);
+                        } else if has_cols && kind != JoinKind::Right && resolves(&c, &rs) {
+                            to_right.push(c);
+                        } else {
+                            stay.push(c);
+                        }
+                    }
+                    filter = Expr::conjunction(stay);
+                }
+            }
             // Which sides a predicate above the join may move to: a side whose rows all
             // reach the output unchanged (not NULL-extended by the other side).
             let (left_ok, right_ok) = match kind {

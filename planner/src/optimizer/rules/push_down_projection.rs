@@ -1,11 +1,13 @@
 //! Narrows every scan to the columns some operator above it reads. Expressions refer to
 //! columns by name, so pruning a scan never requires rewriting the expressions above it; only
-//! schemas derived from children (joins, aliases) are recomputed.
+//! schemas derived from children (joins, aliases) are recomputed. A column that only a scan's
+//! own filter reads is dropped right after the scan by a projection, so joins and sorts above
+//! never carry it (TPC-H Q13's `o_comment`).
 
 use crate::error::PlanResult;
 use crate::expr::{ColumnRef, Expr};
 use crate::optimizer::{OptimizerRule, Transformed};
-use crate::plan::LogicalPlan;
+use crate::plan::{LogicalPlan, PlanBuilder, Scan};
 use crate::schema::PlanSchema;
 
 pub struct PushDownProjection;
@@ -49,26 +51,53 @@ fn is_required(required: &[ColumnRef], relation: &Option<String>, name: &str) ->
     })
 }
 
+/// Narrows `scan` to the columns `required` above it plus those its filters read; with
+/// `drop_filter_only`, columns only the filters read are then dropped by a projection over
+/// the scan (a projection directly above a scan passes false: it already selects).
+fn prune_scan(
+    scan: Scan,
+    required: Vec<ColumnRef>,
+    drop_filter_only: bool,
+) -> PlanResult<LogicalPlan> {
+    let above = required.clone();
+    let mut required = required;
+    add_columns(&mut required, &scan.filters);
+    let full = scan.source.schema().clone();
+    let current: Vec<usize> = scan
+        .projection
+        .clone()
+        .unwrap_or_else(|| (0..full.len()).collect());
+    let keep: Vec<usize> = current
+        .into_iter()
+        .filter(|&i| is_required(&required, &Some(scan.alias.clone()), &full.field(i).name))
+        .collect();
+    let unchanged = scan.projection.as_ref() == Some(&keep)
+        || (scan.projection.is_none() && keep.len() == full.len());
+    let scan = if unchanged {
+        scan
+    } else {
+        scan.with_projection(keep)
+    };
+    if drop_filter_only && !scan.filters.is_empty() {
+        let out: Vec<Expr> = scan
+            .schema
+            .fields()
+            .iter()
+            .filter(|f| is_required(&above, &f.relation, &f.name))
+            .map(|f| Expr::Column(f.column_ref()))
+            .collect();
+        if !out.is_empty() && out.len() < scan.schema.len() {
+            return Ok(PlanBuilder::from_plan(LogicalPlan::Scan(scan))
+                .project(out)?
+                .build());
+        }
+    }
+    Ok(LogicalPlan::Scan(scan))
+}
+
 fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalPlan> {
     match plan {
-        LogicalPlan::Scan(scan) => {
-            add_columns(&mut required, &scan.filters);
-            let full = scan.source.schema().clone();
-            let current: Vec<usize> = scan
-                .projection
-                .clone()
-                .unwrap_or_else(|| (0..full.len()).collect());
-            let keep: Vec<usize> = current
-                .into_iter()
-                .filter(|&i| is_required(&required, &Some(scan.alias.clone()), &full.field(i).name))
-                .collect();
-            if scan.projection.as_ref() == Some(&keep)
-                || (scan.projection.is_none() && keep.len() == full.len())
-            {
-                return Ok(LogicalPlan::Scan(scan));
-            }
-            Ok(LogicalPlan::Scan(scan.with_projection(keep)))
-        }
+        LogicalPlan::Scan(scan) => prune_scan(scan, required, true),
         LogicalPlan::Projection {
             input,
             exprs,
@@ -91,8 +120,12 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
                 )
             };
             let req = exprs.iter().flat_map(Expr::columns).collect();
+            let input = match *input {
+                LogicalPlan::Scan(scan) => prune_scan(scan, req, false)?,
+                other => prune(other, req)?,
+            };
             Ok(LogicalPlan::Projection {
-                input: Box::new(prune(*input, req)?),
+                input: Box::new(input),
                 exprs,
                 schema,
             })
