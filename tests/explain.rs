@@ -278,5 +278,8 @@ fn on_conditions_over_the_matched_side_reach_its_scan() {
     .join("\n");
     assert!(plan.contains("filters=[o.amount > 10.0]"), "{plan}");
     assert!(plan.contains("filter=p.age > 30"), "{plan}");
-    assert!(!plan.contains("AS p projection=[id, name, age] filters"), "{plan}");
+    assert!(
+        !plan.contains("AS p projection=[id, name, age] filters"),
+        "{plan}"
+    );
 }

@@ -33,6 +33,10 @@ fn each_rule_changes_its_plan_and_no_answer() {
             format!("SELECT count(*) FROM {ORDERS} o JOIN {PEOPLE} p ON p.id = o.person_id JOIN {ORDERS} o2 ON o2.order_id = o.order_id WHERE p.city = 'Paris'"),
         ),
         (
+            "push_down_semi_joins",
+            format!("SELECT p.name, o.amount FROM {PEOPLE} p JOIN {ORDERS} o ON p.id = o.person_id WHERE o.order_id IN (SELECT order_id FROM {ORDERS} WHERE status = 'shipped') ORDER BY o.amount"),
+        ),
+        (
             "push_down_limit",
             format!("SELECT upper(name) AS n FROM {PEOPLE} LIMIT 2"),
         ),

@@ -93,8 +93,10 @@ impl JoinTable {
         let keys = match cols.as_slice() {
             [one] if int_column(one).is_some() => {
                 let ints = int_column(one).expect("checked");
-                let mut map: HashMap<i64, u32, FixedState> =
-                    HashMap::with_capacity_and_hasher(n, FixedState::with_seed(INT_SEED));
+                let mut map: HashMap<i64, u32, FixedState> = HashMap::with_capacity_and_hasher(
+                    n.min(1 << 16),
+                    FixedState::with_seed(INT_SEED),
+                );
                 for (r, slot) in key_of_row.iter_mut().enumerate() {
                     match ints.get(r) {
                         Some(v) => {

@@ -4,6 +4,7 @@ mod common_subexpressions;
 mod push_down_filter;
 mod push_down_limit;
 mod push_down_projection;
+mod push_down_semi_joins;
 mod reorder_joins;
 mod simplify_expressions;
 
@@ -11,5 +12,6 @@ pub use common_subexpressions::CommonSubexpressions;
 pub use push_down_filter::PushDownFilter;
 pub use push_down_limit::PushDownLimit;
 pub use push_down_projection::PushDownProjection;
+pub use push_down_semi_joins::PushDownSemiJoins;
 pub use reorder_joins::ReorderJoins;
 pub use simplify_expressions::SimplifyExpressions;
