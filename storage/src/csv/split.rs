@@ -158,22 +158,21 @@ impl BlockSplitter {
     }
 }
 
-/// End of the last line break in `buf` with an even number of quote bytes before it.
+/// End of the last line break in `buf` with an even number of quote bytes before it. Walks
+/// back from the last line break: usually the first one tried is a boundary, so the cost is
+/// one vectorized count of the quotes before it.
 fn last_boundary_by_parity(buf: &[u8], quote: u8) -> Option<usize> {
-    if memchr(quote, buf).is_none() {
-        // No quotes (the common case): every line break is a boundary.
-        return memrchr(b'\n', buf).map(|i| i + 1);
-    }
-    let mut inside = false;
-    let mut last = None;
-    for i in memchr::memchr2_iter(quote, b'\n', buf) {
-        if buf[i] == quote {
-            inside = !inside;
-        } else if !inside {
-            last = Some(i + 1);
+    let mut nl = memrchr(b'\n', buf)?;
+    let mut quotes_before = memchr::memchr_iter(quote, &buf[..nl]).count();
+    loop {
+        if quotes_before.is_multiple_of(2) {
+            return Some(nl + 1);
         }
+        // Inside a quoted field: try the line break before, removing the quotes between.
+        let prev = memrchr(b'\n', &buf[..nl])?;
+        quotes_before -= memchr::memchr_iter(quote, &buf[prev..nl]).count();
+        nl = prev;
     }
-    last
 }
 
 /// End of the last complete, line-terminated record in `buf` (which starts at a boundary).

@@ -199,20 +199,27 @@ impl<'a> Tokenizer<'a> {
                 }));
             }
             if let Some(q) = self.dialect.quote.filter(|&q| buf[pos] == q) {
+                // The closing quote (a doubled quote is a literal one): quotes, line feeds
+                // and delimiters come from the chunk masks; line feeds inside count lines.
                 let mut i = pos + 1;
                 let mut escaped = false;
                 loop {
-                    let Some(k) = memchr(q, &buf[i..]) else {
+                    let Some(k) = self.next_special(i) else {
                         return Err(err(fields.len(), len, TokenErrorKind::UnterminatedQuote));
                     };
-                    self.line += memchr::memchr_iter(b'\n', &buf[i..i + k]).count() as u64;
-                    i += k + 1;
-                    if i < len && buf[i] == q {
-                        escaped = true;
-                        i += 1;
-                    } else {
+                    if buf[k] == q {
+                        if k + 1 < len && buf[k + 1] == q {
+                            escaped = true;
+                            i = k + 2;
+                            continue;
+                        }
+                        i = k + 1;
                         break;
                     }
+                    if buf[k] == b'\n' {
+                        self.line += 1;
+                    }
+                    i = k + 1;
                 }
                 fields.push(FieldSpan {
                     start: (pos + 1) as u32,
