@@ -26,7 +26,7 @@ use morsel_storage::{ScalarValue, Schema};
 
 use super::PhysExpr;
 use crate::error::{ExecError, ExecResult};
-use crate::kernels::compare::{cmp_f64, test};
+use crate::kernels::compare::cmp_f64;
 
 /// Rows per chunk: 8 KiB per 64-bit register, so a dozen registers fit in L1.
 pub const CHUNK: usize = 1024;
@@ -652,7 +652,7 @@ fn compare(op: BinaryOp, a: &Reg, b: &Reg, dst: &mut Reg, n: usize) {
                 BinaryOp::Eq => (0..n).for_each(|j| d[j] = $cmp(x[j], y[j]) == Ordering::Equal),
                 BinaryOp::Lt => (0..n).for_each(|j| d[j] = $cmp(x[j], y[j]) == Ordering::Less),
                 BinaryOp::LtEq => (0..n).for_each(|j| d[j] = $cmp(x[j], y[j]) != Ordering::Greater),
-                _ => (0..n).for_each(|j| d[j] = test(op, $cmp(x[j], y[j]))),
+                _ => (0..n).for_each(|j| d[j] = op.holds($cmp(x[j], y[j]))),
             }
         }};
     }

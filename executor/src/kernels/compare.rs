@@ -9,19 +9,6 @@ use morsel_storage::{Bitmap, BooleanColumn, Column};
 use super::and_validity;
 use crate::error::{ExecError, ExecResult};
 
-/// Whether ordering `o` satisfies comparison `op`.
-#[inline]
-pub(crate) fn test(op: BinaryOp, o: Ordering) -> bool {
-    match op {
-        BinaryOp::Eq => o == Ordering::Equal,
-        BinaryOp::NotEq => o != Ordering::Equal,
-        BinaryOp::Lt => o == Ordering::Less,
-        BinaryOp::LtEq => o != Ordering::Greater,
-        BinaryOp::Gt => o == Ordering::Greater,
-        _ => o != Ordering::Less,
-    }
-}
-
 /// Float order used by comparisons, sorting and MIN/MAX: NaN equals NaN and is greater than
 /// every other value (DuckDB's order); -0.0 equals 0.0.
 #[inline]
@@ -54,7 +41,7 @@ macro_rules! prim {
         let values = match op {
             BinaryOp::Eq => Bitmap::from_fn(x.len(), |i| $cmp(x[i], y[i]) == Ordering::Equal),
             BinaryOp::Lt => Bitmap::from_fn(x.len(), |i| $cmp(x[i], y[i]) == Ordering::Less),
-            _ => Bitmap::from_fn(x.len(), |i| test(op, $cmp(x[i], y[i]))),
+            _ => Bitmap::from_fn(x.len(), |i| op.holds($cmp(x[i], y[i]))),
         };
         BooleanColumn::new(values, and_validity($a.validity(), $b.validity()))
     }};
@@ -78,13 +65,13 @@ pub fn compare(op: BinaryOp, l: &Column, r: &Column) -> ExecResult<BooleanColumn
         (Column::Float64(a), Column::Float64(b)) => prim!(op, a, b, cmp_f64),
         (Column::Utf8(a), Column::Utf8(b)) => {
             let values = Bitmap::from_fn(a.len(), |i| {
-                test(op, a.value_bytes(i).cmp(b.value_bytes(i)))
+                op.holds(a.value_bytes(i).cmp(b.value_bytes(i)))
             });
             BooleanColumn::new(values, and_validity(a.validity(), b.validity()))
         }
         (Column::Boolean(a), Column::Boolean(b)) => {
             let (x, y) = (a.values(), b.values());
-            let values = Bitmap::from_fn(a.len(), |i| test(op, x.get(i).cmp(&y.get(i))));
+            let values = Bitmap::from_fn(a.len(), |i| op.holds(x.get(i).cmp(&y.get(i))));
             BooleanColumn::new(values, and_validity(a.validity(), b.validity()))
         }
         (a, b) => {

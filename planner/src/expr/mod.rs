@@ -93,6 +93,20 @@ impl BinaryOp {
         }
     }
 
+    /// Whether two values ordered `o` satisfy this comparison (`Lt` holds for `Less`).
+    #[inline]
+    pub fn holds(self, o: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            BinaryOp::Eq => o == Equal,
+            BinaryOp::NotEq => o != Equal,
+            BinaryOp::Lt => o == Less,
+            BinaryOp::LtEq => o != Greater,
+            BinaryOp::Gt => o == Greater,
+            _ => o != Less,
+        }
+    }
+
     /// The operator with its operands swapped (`a < b` == `b > a`).
     pub fn swap(self) -> Self {
         match self {

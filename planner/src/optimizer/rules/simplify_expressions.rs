@@ -189,7 +189,6 @@ fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
 /// `l op r` for two non-NULL literals of one type, when it cannot fail; `None` leaves the
 /// expression as it is.
 fn fold_binary(l: &ScalarValue, op: BinaryOp, r: &ScalarValue) -> Option<ScalarValue> {
-    use std::cmp::Ordering;
     use ScalarValue as V;
     if op.is_comparison() {
         let ord = match (l, r) {
@@ -203,15 +202,7 @@ fn fold_binary(l: &ScalarValue, op: BinaryOp, r: &ScalarValue) -> Option<ScalarV
                 .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan())),
             _ => return None,
         };
-        let holds = match op {
-            BinaryOp::Eq => ord == Ordering::Equal,
-            BinaryOp::NotEq => ord != Ordering::Equal,
-            BinaryOp::Lt => ord == Ordering::Less,
-            BinaryOp::LtEq => ord != Ordering::Greater,
-            BinaryOp::Gt => ord == Ordering::Greater,
-            _ => ord != Ordering::Less,
-        };
-        return Some(V::Boolean(holds));
+        return Some(V::Boolean(op.holds(ord)));
     }
     macro_rules! int {
         ($a:expr, $b:expr, $wrap:path) => {
