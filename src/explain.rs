@@ -160,12 +160,7 @@ pub(crate) fn explain(
             plan_json(&optimized, &pipelines(session, &optimized)?)
         }
         (false, ExplainFormat::Graphviz) => plan_dot(&optimizer.optimize(plan.clone(), None)?),
-        (false, ExplainFormat::Text) => {
-            let mut text = plan_text(&optimizer, plan, verbose)?;
-            let optimized = optimizer.optimize(plan.clone(), None)?;
-            text.push_str(&pipelines_text(&pipelines(session, &optimized)?));
-            text
-        }
+        (false, ExplainFormat::Text) => explain_text(session, plan, verbose)?,
     };
     let mut b = Utf8Builder::default();
     for line in text.lines() {
@@ -217,6 +212,16 @@ fn plan_text(optimizer: &Optimizer, plan: &LogicalPlan, verbose: bool) -> Result
         text.push_str("\nOptimized plan:\n");
     }
     annotate(&optimized, 0, &mut text);
+    Ok(text)
+}
+
+/// EXPLAIN [VERBOSE] as text: the optimized plan with estimates (after the rule diffs with
+/// `verbose`), then the physical plan.
+pub(crate) fn explain_text(session: &Session, plan: &LogicalPlan, verbose: bool) -> Result<String> {
+    let optimizer = session.optimizer()?;
+    let mut text = plan_text(&optimizer, plan, verbose)?;
+    let optimized = optimizer.optimize(plan.clone(), None)?;
+    text.push_str(&pipelines_text(&pipelines(session, &optimized)?));
     Ok(text)
 }
 

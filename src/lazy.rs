@@ -100,13 +100,10 @@ impl LazyFrame {
         Ok(self.check()?.plan().clone())
     }
 
-    /// The optimized plan as an indented tree.
+    /// What SQL's `EXPLAIN` prints: the optimized plan with estimated rows, then the
+    /// physical plan (pipelines, fused programs, strategies).
     pub fn explain(&self) -> Result<String> {
-        Ok(self
-            .session
-            .optimizer()?
-            .optimize(self.logical_plan()?, None)?
-            .to_string())
+        crate::explain::explain_text(&self.session, &self.logical_plan()?, false)
     }
 
     /// Runs the query and returns what each pipeline stage did (EXPLAIN ANALYZE as data).

@@ -283,3 +283,23 @@ fn on_conditions_over_the_matched_side_reach_its_scan() {
         "{plan}"
     );
 }
+
+/// LazyFrame::explain prints what SQL's EXPLAIN prints.
+#[test]
+fn lazy_frames_explain_like_sql() {
+    let s = Session::with_threads(1);
+    let text = s
+        .read_csv("tests/data/orders.csv", CsvOptions::default())
+        .expect("open")
+        .filter(col("amount").gt(lit(10)))
+        .select([(col("amount") * lit(2.0) + lit(1.0)).alias("x")])
+        .explain()
+        .expect("explain");
+    assert!(text.contains("filters=[amount > 10"), "{text}");
+    assert!(text.contains("(~"), "{text}");
+    assert!(text.contains("Physical plan: 1 pipeline"), "{text}");
+    assert!(
+        text.contains("fused[$2 = amount * 2.0; $4 = $2 + 1.0]"),
+        "{text}"
+    );
+}

@@ -309,10 +309,19 @@ fn correlated_subqueries_become_keyed_joins() {
 
 /// Every optimizer rule (and the executor's fusion) can be switched off by name, and no rule
 /// changes an answer: all 22 queries give DuckDB's answers with each rule disabled in turn.
+/// A query whose EXPLAIN (logical and physical plan) is the same without the rule runs the
+/// same plan, so only the queries a rule changes are run again.
 #[test]
 fn answers_do_not_depend_on_optimizer_rules() {
     let rules = morsel::Optimizer::default().rule_names();
     assert_eq!(rules.len(), 7, "{rules:?}");
+    let with_all = session(1);
+    let plan = |s: &Session, q: u32| {
+        s.execute(&format!("EXPLAIN {}", query_text(q)))
+            .expect("explain runs")
+            .rows()
+    };
+    let plans: Vec<_> = (1..=22).map(|q| plan(&with_all, q)).collect();
     for rule in rules
         .into_iter()
         .chain(morsel::EXECUTION_RULES.iter().copied())
@@ -320,6 +329,9 @@ fn answers_do_not_depend_on_optimizer_rules() {
         let s = session(1);
         s.set_disabled_rules(&[rule]).expect("a known rule");
         for q in 1..=22 {
+            if plan(&s, q) == plans[q as usize - 1] {
+                continue;
+            }
             let r = s
                 .execute(&query_text(q))
                 .unwrap_or_else(|e| panic!("Q{q} without {rule}: {e}"));
