@@ -69,8 +69,10 @@ pub struct PipelineStats {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScanMetrics {
     pub rows_read: u64,
-    /// Reading blocks and finding record boundaries (one worker at a time, under a lock).
-    pub read_ns: u64,
+    /// Reading the input (one worker at a time, under the scan's lock).
+    pub io_ns: u64,
+    /// Finding record boundaries in what was read (also under the lock).
+    pub split_ns: u64,
     /// Finding field boundaries, summed over workers.
     pub tokenize_ns: u64,
     /// Parsing fields into columns (including the pushed filter), summed over workers.

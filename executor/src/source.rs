@@ -118,7 +118,8 @@ pub struct CsvSource {
     decoders: Vec<BlockDecoder>,
     filter: Option<ScanFilter>,
     rows_read: AtomicU64,
-    read_ns: AtomicU64,
+    io_ns: AtomicU64,
+    split_ns: AtomicU64,
     tokenize_ns: AtomicU64,
     decode_ns: AtomicU64,
 }
@@ -156,7 +157,8 @@ impl CsvSource {
             decoders: readers.iter().map(|r| r.decoder(projection)).collect(),
             filter,
             rows_read: AtomicU64::new(0),
-            read_ns: AtomicU64::new(0),
+            io_ns: AtomicU64::new(0),
+            split_ns: AtomicU64::new(0),
             tokenize_ns: AtomicU64::new(0),
             decode_ns: AtomicU64::new(0),
         })
@@ -197,7 +199,8 @@ impl Source for CsvSource {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Some(ScanMetrics {
             rows_read: load(&self.rows_read),
-            read_ns: load(&self.read_ns),
+            io_ns: load(&self.io_ns),
+            split_ns: load(&self.split_ns),
             tokenize_ns: load(&self.tokenize_ns),
             decode_ns: load(&self.decode_ns),
             filter_ns: self.filter.as_ref().map(|f| load(&f.filter_ns)),
@@ -207,9 +210,11 @@ impl Source for CsvSource {
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
         let mut c = self.cursor.lock().expect("splitter");
         let started = Instant::now();
-        let morsel = self.next_block(&mut c);
+        let (morsel, io) = self.next_block(&mut c);
         let ns = started.elapsed().as_nanos() as u64;
-        self.read_ns.fetch_add(ns, Ordering::Relaxed);
+        self.io_ns.fetch_add(io, Ordering::Relaxed);
+        self.split_ns
+            .fetch_add(ns.saturating_sub(io), Ordering::Relaxed);
         morsel
     }
 
@@ -232,29 +237,37 @@ impl Source for CsvSource {
 }
 
 impl CsvSource {
-    /// The next block of the current file, opening the next file when one ends.
-    fn next_block(&self, c: &mut CsvCursor) -> ExecResult<Option<Morsel>> {
-        loop {
+    /// The next block of the current file, opening the next file when one ends, and the
+    /// nanoseconds spent reading input for it.
+    fn next_block(&self, c: &mut CsvCursor) -> (ExecResult<Option<Morsel>>, u64) {
+        let mut io = 0;
+        let morsel = loop {
             let Some(splitter) = c.splitter.as_mut() else {
-                return Ok(None);
+                break Ok(None);
             };
-            match splitter.next_block()? {
-                Some(block) => {
+            let before = splitter.io_ns();
+            let block = splitter.next_block();
+            io += splitter.io_ns() - before;
+            match block {
+                Err(e) => break Err(e.into()),
+                Ok(Some(block)) => {
                     let (file, seq) = (c.file, c.seq);
                     c.seq += 1;
-                    return Ok(Some(Morsel {
+                    break Ok(Some(Morsel {
                         seq,
                         data: MorselData::Csv { file, block },
                     }));
                 }
-                None => {
+                Ok(None) => {
                     c.file += 1;
-                    c.splitter = match self.files.readers().get(c.file) {
-                        Some(r) => Some(r.splitter()?),
+                    c.splitter = match self.files.readers().get(c.file).map(|r| r.splitter()) {
+                        Some(Ok(s)) => Some(s),
+                        Some(Err(e)) => break Err(e.into()),
                         None => None,
                     };
                 }
             }
-        }
+        };
+        (morsel, io)
     }
 }

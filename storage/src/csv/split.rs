@@ -47,6 +47,8 @@ pub struct BlockSplitter {
     rows_left: Option<usize>,
     /// Find boundaries by quote parity (see the module doc) rather than by tokenizing.
     by_parity: bool,
+    /// Time spent reading input so far (nanoseconds), apart from finding boundaries.
+    io_ns: u64,
 }
 
 impl BlockSplitter {
@@ -73,11 +75,24 @@ impl BlockSplitter {
             line: first_line,
             rows_left: n_rows,
             by_parity,
+            io_ns: 0,
         })
     }
 
     /// Reads until `pending` holds at least `want` bytes or the input ends.
     fn fill(&mut self, want: usize) -> Result<(), CsvError> {
+        let started = std::time::Instant::now();
+        let filled = self.fill_untimed(want);
+        self.io_ns += started.elapsed().as_nanos() as u64;
+        filled
+    }
+
+    /// Time spent reading input so far (nanoseconds), apart from finding record boundaries.
+    pub fn io_ns(&self) -> u64 {
+        self.io_ns
+    }
+
+    fn fill_untimed(&mut self, want: usize) -> Result<(), CsvError> {
         // Read into capacity reserved up front, not a vector grown (and copied) by doubling.
         self.pending
             .reserve(want.saturating_sub(self.pending.len()));
