@@ -181,6 +181,40 @@ impl CsvSource {
             .fetch_add(decoded.decode_ns, Ordering::Relaxed);
         Ok(decoded)
     }
+
+    /// The next block of the current file, opening the next file when one ends, and the
+    /// nanoseconds spent reading input for it.
+    fn next_block(&self, c: &mut CsvCursor) -> (ExecResult<Option<Morsel>>, u64) {
+        let mut io = 0;
+        let morsel = loop {
+            let Some(splitter) = c.splitter.as_mut() else {
+                break Ok(None);
+            };
+            let before = splitter.io_ns();
+            let block = splitter.next_block();
+            io += splitter.io_ns() - before;
+            match block {
+                Err(e) => break Err(e.into()),
+                Ok(Some(block)) => {
+                    let (file, seq) = (c.file, c.seq);
+                    c.seq += 1;
+                    break Ok(Some(Morsel {
+                        seq,
+                        data: MorselData::Csv { file, block },
+                    }));
+                }
+                Ok(None) => {
+                    c.file += 1;
+                    c.splitter = match self.files.readers().get(c.file).map(|r| r.splitter()) {
+                        Some(Ok(s)) => Some(s),
+                        Some(Err(e)) => break Err(e.into()),
+                        None => None,
+                    };
+                }
+            }
+        };
+        (morsel, io)
+    }
 }
 
 impl Source for CsvSource {
@@ -233,41 +267,5 @@ impl Source for CsvSource {
             }
             MorselData::Rows { .. } => unreachable!("a CSV source hands out blocks only"),
         }
-    }
-}
-
-impl CsvSource {
-    /// The next block of the current file, opening the next file when one ends, and the
-    /// nanoseconds spent reading input for it.
-    fn next_block(&self, c: &mut CsvCursor) -> (ExecResult<Option<Morsel>>, u64) {
-        let mut io = 0;
-        let morsel = loop {
-            let Some(splitter) = c.splitter.as_mut() else {
-                break Ok(None);
-            };
-            let before = splitter.io_ns();
-            let block = splitter.next_block();
-            io += splitter.io_ns() - before;
-            match block {
-                Err(e) => break Err(e.into()),
-                Ok(Some(block)) => {
-                    let (file, seq) = (c.file, c.seq);
-                    c.seq += 1;
-                    break Ok(Some(Morsel {
-                        seq,
-                        data: MorselData::Csv { file, block },
-                    }));
-                }
-                Ok(None) => {
-                    c.file += 1;
-                    c.splitter = match self.files.readers().get(c.file).map(|r| r.splitter()) {
-                        Some(Ok(s)) => Some(s),
-                        Some(Err(e)) => break Err(e.into()),
-                        None => None,
-                    };
-                }
-            }
-        };
-        (morsel, io)
     }
 }

@@ -32,4 +32,4 @@ pub use column::{
 };
 pub use datatype::{DataType, Field, Schema, SchemaRef};
 pub use error::{StorageError, StorageResult};
-pub use scalar::ScalarValue;
+pub use scalar::{cmp_f64, ScalarValue};

@@ -7,6 +7,14 @@ use crate::error::{StorageError, StorageResult};
 use crate::parse;
 use crate::temporal;
 
+/// Float order used by comparisons, sorting, MIN/MAX and constant folding: NaN equals NaN
+/// and is greater than every other value (DuckDB's order); -0.0 equals 0.0.
+#[inline]
+pub fn cmp_f64(a: f64, b: f64) -> std::cmp::Ordering {
+    a.partial_cmp(&b)
+        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ScalarValue {
     Null,

@@ -735,7 +735,11 @@ fn case(
             x,
             take
         ));
-        blend(&mut dst.valid[..n], &then_validity(then, n), take);
+        for j in 0..n {
+            if take(j) {
+                dst.valid[j] = then.is_valid(j);
+            }
+        }
     }
     // NULL rows hold zero, as the kernels' builders write.
     let valid = &dst.valid[..n];
@@ -744,15 +748,6 @@ fn case(
         Vals::I64(d) => blend(&mut d[..n], &[0; CHUNK], |j| !valid[j]),
         Vals::I32(d) => blend(&mut d[..n], &[0; CHUNK], |j| !valid[j]),
         Vals::Bool(d) => blend(&mut d[..n], &[false; CHUNK], |j| !valid[j]),
-    }
-}
-
-/// A register's validity as a slice (all true when it has no NULLs).
-fn then_validity(r: &Reg, n: usize) -> std::borrow::Cow<'_, [bool]> {
-    if r.all_valid {
-        std::borrow::Cow::Owned(vec![true; n])
-    } else {
-        std::borrow::Cow::Borrowed(&r.valid[..n])
     }
 }
 

@@ -9,13 +9,7 @@ use morsel_storage::{Bitmap, BooleanColumn, Column};
 use super::and_validity;
 use crate::error::{ExecError, ExecResult};
 
-/// Float order used by comparisons, sorting and MIN/MAX: NaN equals NaN and is greater than
-/// every other value (DuckDB's order); -0.0 equals 0.0.
-#[inline]
-pub fn cmp_f64(a: f64, b: f64) -> Ordering {
-    a.partial_cmp(&b)
-        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
-}
+pub use morsel_storage::cmp_f64;
 
 /// Compares row `i` of `a` with row `j` of `b`, two valid values of one type (ascending;
 /// columns of different types compare equal).

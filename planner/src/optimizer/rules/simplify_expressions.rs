@@ -197,9 +197,7 @@ fn fold_binary(l: &ScalarValue, op: BinaryOp, r: &ScalarValue) -> Option<ScalarV
             (V::Boolean(a), V::Boolean(b)) => a.cmp(b),
             (V::Utf8(a), V::Utf8(b)) => a.as_bytes().cmp(b.as_bytes()),
             // NaN equals NaN and sorts above every number, as at run time.
-            (V::Float64(a), V::Float64(b)) => a
-                .partial_cmp(b)
-                .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan())),
+            (V::Float64(a), V::Float64(b)) => morsel_storage::cmp_f64(*a, *b),
             _ => return None,
         };
         return Some(V::Boolean(op.holds(ord)));
