@@ -2,7 +2,8 @@
 //!
 //! Two passes: the tokenizer records the spans of the projected fields of every record, then
 //! each projected column is parsed in one tight loop straight into its builder. Unprojected
-//! fields are tokenized (their boundaries must be found) but never parsed. Errors are reported
+//! fields are never parsed; those before the last projected one are tokenized (their
+//! boundaries must be found), those after it only counted. Errors are reported
 //! for the first offending record in file order, whichever column finds it.
 
 use std::ops::Range;
@@ -155,8 +156,10 @@ impl BlockDecoder {
         };
         let mut tok = Tokenizer::new(buf, block.first_line, &self.dialect);
         let mut fields = Vec::with_capacity(expected);
+        // Fields after the last projected one are only counted.
+        let keep = self.projection.iter().max().map_or(0, |&c| c + 1);
         loop {
-            let rec = match tok.next_record(&mut fields) {
+            let rec = match tok.next_record_keeping(&mut fields, keep) {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
@@ -174,7 +177,7 @@ impl BlockDecoder {
                     continue;
                 }
             };
-            let found = fields.len();
+            let found = rec.fields;
             let ragged = if found < expected && !self.null_padding {
                 Some(CsvErrorKind::TooFewFields { expected, found })
             } else if found > expected && !self.truncate_extra_fields {
@@ -201,6 +204,13 @@ impl BlockDecoder {
                     .map(|&c| fields.get(c).copied().unwrap_or(MISSING)),
             );
             out.lines.push(rec.line);
+            if out.lines.len() == 32 {
+                // Size the rest from the records so far, instead of growing by doubling.
+                let per_record = tok.position().max(1) / 32;
+                let rows = buf.len() / per_record.max(1) + 32;
+                out.lines.reserve(rows);
+                out.spans.reserve(rows * width);
+            }
         }
         debug_assert_eq!(out.spans.len(), out.lines.len() * width);
         out

@@ -200,7 +200,7 @@ fn last_boundary(buf: &[u8], dialect: &Dialect) -> Option<usize> {
     let mut fields = Vec::new();
     let mut last = None;
     loop {
-        match t.next_record(&mut fields) {
+        match t.next_record_keeping(&mut fields, 0) {
             Ok(Some(r)) if r.terminated => last = Some(t.position()),
             Ok(_) => return last,
             // A syntax error: end the block right before the bad record, so that the next
@@ -218,7 +218,7 @@ fn count_records(buf: &[u8], limit: usize, dialect: &Dialect) -> (usize, usize) 
     let mut fields = Vec::new();
     let mut count = 0;
     while count < limit {
-        match t.next_record(&mut fields) {
+        match t.next_record_keeping(&mut fields, 0) {
             Ok(Some(_)) => count += 1,
             Ok(None) => break,
             // Malformed records count as records; the decoder reports or skips them.
