@@ -241,6 +241,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     .map(|a| agg_spec(ctx, a, in_schema))
                     .collect::<ExecResult<_>>()?,
                 schema: storage_schema(schema),
+                threads: ctx.threads,
             };
             let out = build(input, ctx)?.run(ctx, &sink, Some(input))?;
             materialized("aggregate", out, schema, plan)
@@ -252,6 +253,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 key_types: in_schema.fields().iter().map(|f| f.data_type).collect(),
                 aggs: Vec::new(),
                 schema: storage_schema(in_schema),
+                threads: ctx.threads,
             };
             let out = build(input, ctx)?.run(ctx, &sink, Some(input))?;
             materialized("distinct", out, in_schema, plan)

@@ -275,3 +275,47 @@ pub fn run_pipeline<S: Sink>(
         });
     result
 }
+
+/// Runs `task` on every item on up to `threads` workers of the shared pool, taking items in
+/// index order from a shared cursor; the results come back in item order, so what a task
+/// computes never depends on which worker ran it.
+pub fn parallel_map<I: Send, T: Send>(
+    threads: usize,
+    items: Vec<I>,
+    task: impl Fn(usize, I) -> T + Sync,
+) -> Vec<T> {
+    let n = items.len();
+    if threads <= 1 || n <= 1 {
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| task(i, x))
+            .collect();
+    }
+    let slots: Vec<Mutex<Option<I>>> = items.into_iter().map(|x| Mutex::new(Some(x))).collect();
+    let results: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicU64::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+        if i >= n {
+            return;
+        }
+        let item = slots[i].lock().expect("item slot").take();
+        if let Some(item) = item {
+            *results[i].lock().expect("result slot") = Some(task(i, item));
+        }
+    };
+    pool().scope(|s| {
+        for _ in 0..threads.min(n) {
+            s.spawn(|_| work());
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .expect("result slot")
+                .expect("every item ran")
+        })
+        .collect()
+}

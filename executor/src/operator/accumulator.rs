@@ -360,6 +360,94 @@ impl Accumulator {
         Ok(())
     }
 
+    /// Appends the states of groups `ids` (in that order) to `into`, a state of the same
+    /// kind, leaving empty values behind; partials are dealt into hash partitions this way.
+    pub fn move_groups(&mut self, ids: &[u32], into: &mut Accumulator) -> ExecResult<()> {
+        fn copy<T: Copy>(from: &[T], ids: &[u32], to: &mut Vec<T>) {
+            to.extend(ids.iter().map(|&g| from[g as usize]));
+        }
+        fn take<T: Default>(from: &mut [T], ids: &[u32], to: &mut Vec<T>) {
+            to.extend(ids.iter().map(|&g| std::mem::take(&mut from[g as usize])));
+        }
+        use Accumulator as A;
+        match (self, into) {
+            (A::Count(a), A::Count(b)) => copy(a, ids, b),
+            (A::SumInt { sums, seen }, A::SumInt { sums: s2, seen: n2 }) => {
+                copy(sums, ids, s2);
+                copy(seen, ids, n2);
+            }
+            (A::SumFloat { sums, seen }, A::SumFloat { sums: s2, seen: n2 }) => {
+                copy(sums, ids, s2);
+                copy(seen, ids, n2);
+            }
+            (
+                A::AvgInt { sums, counts },
+                A::AvgInt {
+                    sums: s2,
+                    counts: c2,
+                },
+            ) => {
+                copy(sums, ids, s2);
+                copy(counts, ids, c2);
+            }
+            (
+                A::AvgFloat { sums, counts },
+                A::AvgFloat {
+                    sums: s2,
+                    counts: c2,
+                },
+            ) => {
+                copy(sums, ids, s2);
+                copy(counts, ids, c2);
+            }
+            (A::Extreme { values, .. }, A::Extreme { values: v2, .. }) => take(values, ids, v2),
+            (A::StringAgg { values, .. }, A::StringAgg { values: v2, .. }) => take(values, ids, v2),
+            (
+                A::Moments { n, mean, m2, .. },
+                A::Moments {
+                    n: n2,
+                    mean: e2,
+                    m2: q2,
+                    ..
+                },
+            ) => {
+                copy(n, ids, n2);
+                copy(mean, ids, e2);
+                copy(m2, ids, q2);
+            }
+            (A::Quantile { values, .. }, A::Quantile { values: v2, .. }) => take(values, ids, v2),
+            (A::Bool { values, .. }, A::Bool { values: v2, .. }) => copy(values, ids, v2),
+            (
+                A::Single { values, rows, .. },
+                A::Single {
+                    values: v2,
+                    rows: r2,
+                    ..
+                },
+            ) => {
+                take(values, ids, v2);
+                copy(rows, ids, r2);
+            }
+            (
+                A::Distinct { seen, values, .. },
+                A::Distinct {
+                    seen: s2,
+                    values: v2,
+                    ..
+                },
+            ) => {
+                take(seen, ids, s2);
+                take(values, ids, v2);
+            }
+            _ => {
+                return Err(ExecError::Internal(
+                    "moving groups between different aggregate states".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// Folds `other`'s group g into this state's group `mapping[g]`.
     pub fn merge(&mut self, other: Accumulator, mapping: &[u32]) -> ExecResult<()> {
         if self.merge_more(&other, mapping)? {

@@ -10,7 +10,9 @@ use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
-use morsel_storage::Column;
+use morsel_storage::{Column, ColumnBuilder, DataType};
+
+use crate::error::{ExecError, ExecResult};
 
 /// Hash state fixed at compile time: the same key hashes the same in every table, so partial
 /// tables can hand their stored hashes to the table they merge into.
@@ -111,30 +113,26 @@ impl RowKeys {
     }
 }
 
-/// Interns distinct keys as ids 0, 1, 2, ... in first-seen order.
+/// Encoded keys with their hashes, in the order pushed.
 #[derive(Default)]
-pub struct KeyInterner {
-    table: HashTable<u32>,
+pub struct KeyList {
     arena: Vec<u8>,
     offsets: Vec<usize>,
     hashes: Vec<u64>,
 }
 
-impl KeyInterner {
-    /// Memory held: the hash table, the key bytes, their offsets and hashes.
-    pub fn heap_bytes(&self) -> usize {
-        self.table.capacity() * std::mem::size_of::<u32>()
-            + self.arena.capacity()
-            + (self.offsets.capacity() + self.hashes.capacity()) * 8
-    }
-
+impl KeyList {
     pub fn new() -> Self {
         Self {
-            table: HashTable::new(),
             arena: Vec::new(),
             offsets: vec![0],
             hashes: Vec::new(),
         }
+    }
+
+    /// Memory held: the key bytes, their offsets and hashes.
+    pub fn heap_bytes(&self) -> usize {
+        self.arena.capacity() + (self.offsets.capacity() + self.hashes.capacity()) * 8
     }
 
     pub fn len(&self) -> usize {
@@ -145,22 +143,117 @@ impl KeyInterner {
         self.hashes.is_empty()
     }
 
+    #[inline]
     pub fn key(&self, id: usize) -> &[u8] {
         &self.arena[self.offsets[id]..self.offsets[id + 1]]
     }
 
+    #[inline]
     pub fn hash(&self, id: usize) -> u64 {
         self.hashes[id]
+    }
+
+    pub fn push(&mut self, key: &[u8], hash: u64) {
+        self.arena.extend_from_slice(key);
+        self.offsets.push(self.arena.len());
+        self.hashes.push(hash);
+    }
+}
+
+/// The key columns back from encoded keys, one row per key in `keys` (floats come back
+/// normalized: -0.0 as 0.0, every NaN as the one NaN).
+pub fn decode_keys(keys: &KeyList, types: &[DataType]) -> ExecResult<Vec<Column>> {
+    let mut builders: Vec<ColumnBuilder> = types
+        .iter()
+        .map(|t| ColumnBuilder::with_capacity(*t, keys.len()))
+        .collect();
+    let bad = || ExecError::Internal("a group key does not decode".into());
+    for k in 0..keys.len() {
+        let mut rest = keys.key(k);
+        let mut take = |n: usize| -> ExecResult<&[u8]> {
+            let (head, tail) = rest.split_at_checked(n).ok_or_else(bad)?;
+            rest = tail;
+            Ok(head)
+        };
+        for b in &mut builders {
+            if take(1)?[0] == 0 {
+                b.push_null();
+                continue;
+            }
+            let mut fixed = |n: usize| -> ExecResult<[u8; 8]> {
+                let mut out = [0u8; 8];
+                out[..n].copy_from_slice(take(n)?);
+                Ok(out)
+            };
+            match b {
+                ColumnBuilder::Boolean(b) => b.push(fixed(1)?[0] != 0),
+                ColumnBuilder::Int32(b) | ColumnBuilder::Date32(b) => {
+                    let x = fixed(4)?;
+                    b.push(i32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+                }
+                ColumnBuilder::Int64(b) | ColumnBuilder::Timestamp(b) => {
+                    b.push(i64::from_le_bytes(fixed(8)?))
+                }
+                ColumnBuilder::Float64(b) => b.push(f64::from_bits(u64::from_le_bytes(fixed(8)?))),
+                ColumnBuilder::Utf8(b) => {
+                    let x = fixed(4)?;
+                    let len = u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize;
+                    let text = std::str::from_utf8(take(len)?).map_err(|_| bad())?;
+                    b.push(text)
+                }
+            }
+        }
+    }
+    Ok(builders.into_iter().map(ColumnBuilder::finish).collect())
+}
+
+/// Interns distinct keys as ids 0, 1, 2, ... in first-seen order.
+#[derive(Default)]
+pub struct KeyInterner {
+    table: HashTable<u32>,
+    keys: KeyList,
+}
+
+impl KeyInterner {
+    /// Memory held: the hash table and the keys.
+    pub fn heap_bytes(&self) -> usize {
+        self.table.capacity() * std::mem::size_of::<u32>() + self.keys.heap_bytes()
+    }
+
+    pub fn new() -> Self {
+        Self {
+            table: HashTable::new(),
+            keys: KeyList::new(),
+        }
+    }
+
+    /// The interned keys, by id.
+    pub fn keys(&self) -> &KeyList {
+        &self.keys
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn key(&self, id: usize) -> &[u8] {
+        self.keys.key(id)
+    }
+
+    pub fn hash(&self, id: usize) -> u64 {
+        self.keys.hash(id)
     }
 
     /// The id of `key`, if it has been interned.
     #[inline]
     pub fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
-        let (arena, offsets) = (&self.arena, &self.offsets);
+        let keys = &self.keys;
         self.table
-            .find(hash, |&id| {
-                &arena[offsets[id as usize]..offsets[id as usize + 1]] == key
-            })
+            .find(hash, |&id| keys.key(id as usize) == key)
             .copied()
     }
 
@@ -170,12 +263,11 @@ impl KeyInterner {
         if let Some(id) = self.find(key, hash) {
             return (id, false);
         }
-        let id = self.hashes.len() as u32;
-        self.arena.extend_from_slice(key);
-        self.offsets.push(self.arena.len());
-        self.hashes.push(hash);
-        let hashes = &self.hashes;
-        self.table.insert_unique(hash, id, |&g| hashes[g as usize]);
+        let id = self.keys.len() as u32;
+        self.keys.push(key, hash);
+        let keys = &self.keys;
+        self.table
+            .insert_unique(hash, id, |&g| keys.hash(g as usize));
         (id, true)
     }
 }
@@ -183,7 +275,7 @@ impl KeyInterner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use morsel_storage::{PrimitiveColumn, Utf8Column};
+    use morsel_storage::{PrimitiveColumn, ScalarValue, Utf8Column};
 
     #[test]
     fn equal_rows_get_equal_keys_and_nulls_are_tagged() {
@@ -208,5 +300,13 @@ mod tests {
             .map(|i| t.intern(k.key(i), hash_key(k.key(i))).0)
             .collect();
         assert_eq!(ids, vec![0, 0, 1, 2]);
+        let back = decode_keys(t.keys(), &[DataType::Float64, DataType::Utf8]).unwrap();
+        let row = |i: usize| (back[0].scalar_at(i), back[1].scalar_at(i));
+        assert_eq!(
+            row(0),
+            (ScalarValue::Float64(0.0), ScalarValue::Utf8("x".into()))
+        );
+        assert_eq!(row(1), (ScalarValue::Null, ScalarValue::Utf8("x".into())));
+        assert!(matches!(row(2), (ScalarValue::Float64(f), ScalarValue::Null) if f.is_nan()));
     }
 }
