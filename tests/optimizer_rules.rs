@@ -33,6 +33,10 @@ fn each_rule_changes_its_plan_and_no_answer() {
             format!("SELECT count(*) FROM {ORDERS} o JOIN {PEOPLE} p ON p.id = o.person_id JOIN {ORDERS} o2 ON o2.order_id = o.order_id WHERE p.city = 'Paris'"),
         ),
         (
+            "filter_aggregates_by_join_keys",
+            format!("SELECT p.name, (SELECT sum(o.amount) FROM {ORDERS} o WHERE o.person_id = p.id) AS total FROM {PEOPLE} p WHERE p.age > 35 AND p.city = 'London' ORDER BY p.name"),
+        ),
+        (
             "push_down_semi_joins",
             format!("SELECT p.name, o.amount FROM {PEOPLE} p JOIN {ORDERS} o ON p.id = o.person_id WHERE o.order_id IN (SELECT order_id FROM {ORDERS} WHERE status = 'shipped') ORDER BY o.amount"),
         ),

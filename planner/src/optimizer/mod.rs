@@ -8,8 +8,8 @@ mod rules;
 use std::time::{Duration, Instant};
 
 pub use rules::{
-    CommonSubexpressions, PushDownFilter, PushDownLimit, PushDownProjection, PushDownSemiJoins,
-    ReorderJoins, SimplifyExpressions,
+    CommonSubexpressions, FilterAggregatesByJoinKeys, PushDownFilter, PushDownLimit,
+    PushDownProjection, PushDownSemiJoins, ReorderJoins, SimplifyExpressions,
 };
 
 use crate::error::PlanResult;
@@ -66,6 +66,7 @@ impl Default for Optimizer {
                 Box::new(SimplifyExpressions),
                 Box::new(PushDownFilter),
                 Box::new(ReorderJoins),
+                Box::new(FilterAggregatesByJoinKeys),
                 Box::new(PushDownSemiJoins),
                 Box::new(PushDownLimit),
                 Box::new(PushDownProjection),

@@ -1,6 +1,7 @@
 //! Optimizer rules, one per file.
 
 mod common_subexpressions;
+mod filter_aggregates_by_join_keys;
 mod push_down_filter;
 mod push_down_limit;
 mod push_down_projection;
@@ -9,6 +10,7 @@ mod reorder_joins;
 mod simplify_expressions;
 
 pub use common_subexpressions::CommonSubexpressions;
+pub use filter_aggregates_by_join_keys::FilterAggregatesByJoinKeys;
 pub use push_down_filter::PushDownFilter;
 pub use push_down_limit::PushDownLimit;
 pub use push_down_projection::PushDownProjection;
