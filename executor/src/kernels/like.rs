@@ -5,6 +5,7 @@
 //! backtracks only to the last `%`, so it runs in linear time for patterns with at most one
 //! `%` and never worse than O(pattern x text).
 
+use memchr::memmem::Finder;
 use morsel_storage::{Bitmap, BooleanColumn, Utf8Column};
 
 use crate::error::{ExecError, ExecResult};
@@ -28,13 +29,14 @@ enum Fast {
     Exact(String),
     Prefix(String),
     Suffix(String),
-    Contains(String),
+    /// A vectorized substring search, built once per pattern.
+    Contains(Box<Finder<'static>>),
     /// Literal pieces separated by `%`, the first anchored at the start and the last at the
     /// end when the pattern does not begin or end with `%`.
     Pieces {
         anchored_start: bool,
         anchored_end: bool,
-        pieces: Vec<String>,
+        pieces: Vec<Finder<'static>>,
     },
     General,
 }
@@ -84,16 +86,17 @@ impl LikeMatcher {
             && tokens[n - 1] == Token::Any
             && lits(&tokens[1..n - 1]).is_some()
         {
-            Fast::Contains(lits(&tokens[1..n - 1]).unwrap_or_default())
+            let s = lits(&tokens[1..n - 1]).unwrap_or_default();
+            Fast::Contains(Box::new(Finder::new(s.as_bytes()).into_owned()))
         } else if n >= 1 && tokens[n - 1] == Token::Any && lits(&tokens[..n - 1]).is_some() {
             Fast::Prefix(lits(&tokens[..n - 1]).unwrap_or_default())
         } else if n >= 1 && tokens[0] == Token::Any && lits(&tokens[1..]).is_some() {
             Fast::Suffix(lits(&tokens[1..]).unwrap_or_default())
         } else if !tokens.contains(&Token::One) {
-            let pieces: Vec<String> = tokens
+            let pieces: Vec<Finder<'static>> = tokens
                 .split(|t| *t == Token::Any)
                 .filter(|run| !run.is_empty())
-                .map(|run| lits(run).unwrap_or_default())
+                .map(|run| Finder::new(lits(run).unwrap_or_default().as_bytes()).into_owned())
                 .collect();
             Fast::Pieces {
                 anchored_start: tokens.first() != Some(&Token::Any),
@@ -122,7 +125,7 @@ impl LikeMatcher {
             Fast::Exact(s) => text == s,
             Fast::Prefix(s) => text.starts_with(s.as_str()),
             Fast::Suffix(s) => text.ends_with(s.as_str()),
-            Fast::Contains(s) => text.contains(s.as_str()),
+            Fast::Contains(f) => f.find(text.as_bytes()).is_some(),
             Fast::Pieces {
                 anchored_start,
                 anchored_end,
@@ -172,14 +175,20 @@ impl LikeMatcher {
 
 /// `text` against `%`-separated literal pieces: the anchored ends first, then each middle
 /// piece at its leftmost occurrence after the previous one (leftmost is always safe when
-/// only `%` separates the pieces).
-fn pieces_match(text: &str, anchored_start: bool, anchored_end: bool, pieces: &[String]) -> bool {
-    let (mut rest, mut pieces) = (text, pieces);
+/// only `%` separates the pieces). Bytes suffice: a piece is whole characters, so it can
+/// only match at character boundaries.
+fn pieces_match(
+    text: &str,
+    anchored_start: bool,
+    anchored_end: bool,
+    pieces: &[Finder<'static>],
+) -> bool {
+    let (mut rest, mut pieces) = (text.as_bytes(), pieces);
     if anchored_start {
         let Some((first, more)) = pieces.split_first() else {
             return rest.is_empty();
         };
-        let Some(r) = rest.strip_prefix(first.as_str()) else {
+        let Some(r) = rest.strip_prefix(first.needle()) else {
             return false;
         };
         (rest, pieces) = (r, more);
@@ -188,14 +197,14 @@ fn pieces_match(text: &str, anchored_start: bool, anchored_end: bool, pieces: &[
         let Some((last, more)) = pieces.split_last() else {
             return true;
         };
-        let Some(r) = rest.strip_suffix(last.as_str()) else {
+        let Some(r) = rest.strip_suffix(last.needle()) else {
             return false;
         };
         (rest, pieces) = (r, more);
     }
     for p in pieces {
-        match rest.find(p.as_str()) {
-            Some(i) => rest = &rest[i + p.len()..],
+        match p.find(rest) {
+            Some(i) => rest = &rest[i + p.needle().len()..],
             None => return false,
         }
     }
@@ -248,5 +257,24 @@ mod tests {
         assert!(LikeMatcher::new("ABC%", true, None)
             .unwrap()
             .matches("abcdef"));
+    }
+
+    #[test]
+    fn fast_paths_agree_with_the_general_matcher() {
+        let pattern_chars = ['a', 'b', '%', '_', 'é'];
+        let text_chars = ['a', 'b', 'é'];
+        let mut state = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let p: String = (0..next(7)).map(|_| pattern_chars[next(5)]).collect();
+            let t: String = (0..next(9)).map(|_| text_chars[next(3)]).collect();
+            let m = LikeMatcher::new(&p, false, None).unwrap();
+            assert_eq!(m.matches(&t), m.general(&t), "{t:?} LIKE {p:?}");
+        }
     }
 }
