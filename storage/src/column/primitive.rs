@@ -97,17 +97,21 @@ impl<T: NativeType> PrimitiveColumn<T> {
             values.extend(indices.iter().map(|&i| src[i as usize]));
             return Self::from_vec(values);
         }
-        let mut validity = ValidityBuilder::default();
-        for &i in indices {
+        values.extend(indices.iter().map(|&i| {
             if i == u32::MAX {
-                values.push(T::default());
-                validity.push(false);
+                T::default()
             } else {
-                values.push(src[i as usize]);
-                validity.push(self.is_valid(i as usize));
+                src[i as usize]
             }
-        }
-        Self::new(Buffer::from_vec(values), validity.finish())
+        }));
+        let validity = match &self.validity {
+            Some(v) => Bitmap::from_fn(indices.len(), |k| {
+                let i = indices[k];
+                i != u32::MAX && v.get(i as usize)
+            }),
+            None => Bitmap::from_fn(indices.len(), |k| indices[k] != u32::MAX),
+        };
+        Self::new(Buffer::from_vec(values), Some(validity))
     }
 
     pub fn concat(parts: &[&Self]) -> Self {
