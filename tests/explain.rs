@@ -303,3 +303,29 @@ fn lazy_frames_explain_like_sql() {
         "{text}"
     );
 }
+
+/// A common table expression used twice runs its aggregate once, and both uses read that
+/// result; the same file named twice without a CTE is two scans, never shared.
+#[test]
+fn a_cte_used_twice_is_aggregated_once() {
+    let s = Session::with_threads(2);
+    let cte = "WITH t AS (SELECT city, count(*) AS n FROM 'tests/data/people.csv' GROUP BY city) \
+               SELECT city FROM t WHERE n = (SELECT max(n) FROM t) ORDER BY city";
+    let text = lines(&s, &format!("EXPLAIN ANALYZE {cte}")).join("\n");
+    assert_eq!(text.matches("Scan csv").count(), 1, "{text}");
+    assert!(text.contains("Read shared aggregate result"), "{text}");
+    let rows: Vec<String> = s
+        .execute(cte)
+        .expect("runs")
+        .rows()
+        .iter()
+        .map(|r| r[0].to_string())
+        .collect();
+    assert_eq!(rows, ["London", "Paris", "Tokyo"]);
+    let twice = "SELECT a.city FROM (SELECT city, count(*) AS n FROM 'tests/data/people.csv' GROUP BY city) a \
+                 WHERE a.n = (SELECT max(n) FROM (SELECT city, count(*) AS n FROM 'tests/data/people.csv' GROUP BY city) b) \
+                 ORDER BY a.city";
+    let text = lines(&s, &format!("EXPLAIN ANALYZE {twice}")).join("\n");
+    assert_eq!(text.matches("Scan csv").count(), 2, "{text}");
+    assert!(!text.contains("shared"), "{text}");
+}

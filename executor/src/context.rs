@@ -5,6 +5,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use morsel_storage::csv::SkippedRow;
 
+use crate::shared::SharedResults;
+
 /// The one worker pool of the process. Its size comes from `MORSEL_THREADS`, else the number
 /// of cores; a query runs at most `ExecContext::threads` workers on it at a time.
 pub fn pool() -> &'static rayon::ThreadPool {
@@ -108,6 +110,8 @@ pub struct ExecContext {
     /// Build the pipelines without running them (for EXPLAIN's physical plan): every
     /// pipeline reads no morsels, so breakers see empty inputs.
     pub explain_only: bool,
+    /// Results of subplans the query holds more than once (set by `execute`).
+    pub shared: Arc<SharedResults>,
 }
 
 impl Default for ExecContext {
@@ -124,6 +128,7 @@ impl ExecContext {
             metrics: Arc::default(),
             fusion: true,
             explain_only: false,
+            shared: Arc::default(),
         }
     }
 

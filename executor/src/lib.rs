@@ -18,6 +18,7 @@ pub mod kernels;
 pub mod operator;
 mod physical;
 mod scheduler;
+mod shared;
 mod source;
 
 pub use context::{ExecContext, ExecMetrics, PipelineStats, ScanMetrics, StageLabel, StageStats};

@@ -23,6 +23,7 @@ use crate::operator::project::ProjectOp;
 use crate::operator::sort::{SortKey, SortSink};
 use crate::operator::window::{self, WindowSpec};
 use crate::scheduler::{run_pipeline, Operator, Sink, Source};
+use crate::shared::SharedResults;
 use crate::source::{CsvSource, MemorySource, ScanFilter};
 use morsel_planner::optimizer::cardinality::estimate_rows;
 
@@ -81,7 +82,11 @@ impl Pipe {
 
 /// Runs `plan` and returns its result batches in order.
 pub fn execute(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
-    build(plan, ctx)?.run(ctx, &CollectSink, Some(plan))
+    let ctx = ExecContext {
+        shared: Arc::new(SharedResults::for_plan(plan)),
+        ..ctx.clone()
+    };
+    build(plan, &ctx)?.run(&ctx, &CollectSink, Some(plan))
 }
 
 fn storage_schema(s: &PlanSchema) -> SchemaRef {
@@ -90,8 +95,17 @@ fn storage_schema(s: &PlanSchema) -> SchemaRef {
 
 /// A pipeline reading the materialized output of plan node `node` (a pipeline breaker).
 fn materialized(name: &str, batches: Vec<Batch>, schema: &PlanSchema, node: &LogicalPlan) -> Pipe {
+    materialized_arc(name, Arc::new(batches), schema, node)
+}
+
+fn materialized_arc(
+    name: &str,
+    batches: Arc<Vec<Batch>>,
+    schema: &PlanSchema,
+    node: &LogicalPlan,
+) -> Pipe {
     Pipe {
-        source: Box::new(MemorySource::new(name, Arc::new(batches))),
+        source: Box::new(MemorySource::new(name, batches)),
         ops: Vec::new(),
         labels: vec![label(format!("Read {name} result"), Some(node))],
         schema: schema.clone(),
@@ -226,6 +240,12 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             aggs,
             schema,
         } => {
+            let key = SharedResults::key(plan);
+            let shared = ctx.shared.is_shared(&key);
+            if let Some(batches) = ctx.shared.take(&key) {
+                // An identical aggregate ran earlier in this query.
+                return Ok(materialized_arc("shared aggregate", batches, schema, plan));
+            }
             let in_schema = input.schema();
             let sink = AggregateSink {
                 group: group
@@ -243,8 +263,11 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 schema: storage_schema(schema),
                 threads: ctx.threads,
             };
-            let out = build(input, ctx)?.run(ctx, &sink, Some(input))?;
-            materialized("aggregate", out, schema, plan)
+            let out = Arc::new(build(input, ctx)?.run(ctx, &sink, Some(input))?);
+            if shared {
+                ctx.shared.store(&key, out.clone());
+            }
+            materialized_arc("aggregate", out, schema, plan)
         }
         LogicalPlan::Distinct { input } => {
             let in_schema = input.schema();

@@ -7,8 +7,8 @@
 //! The keys come from the smallest input (by the estimates) that holds the other side's key
 //! columns: walking down from that side through joins, filters and column renames, every
 //! level's key values include those of the level above, so any of them may filter. The rule
-//! applies only where that input is estimated at an eighth or less of the aggregate's input,
-//! since the filtering input is computed a second time.
+//! applies only where that input is estimated at an eighth or less of the aggregate's input
+//! and half or less of its groups, since the filtering input is computed a second time.
 //!
 //! Join kinds: the aggregate may be the right input of an inner, left, semi, anti or mark
 //! join, or the left input of an inner or right join. `NOT IN` (null-aware anti and mark
@@ -33,8 +33,11 @@ impl OptimizerRule for FilterAggregatesByJoinKeys {
     }
 }
 
-/// The key source must be estimated at no more than this share of the aggregate's input.
+/// The key source must be estimated at no more than this share of the aggregate's input...
 const MAX_SOURCE_SHARE: f64 = 1.0 / 8.0;
+
+/// ... and of its groups.
+const MAX_GROUP_SHARE: f64 = 1.0 / 2.0;
 
 fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
     let plan = plan.map_children(rewrite)?;
@@ -112,7 +115,12 @@ fn reduce(
     let Some((source, cols)) = smallest_source(other, other_cols) else {
         return Ok(None);
     };
-    if estimate_rows(source) > estimate_rows(agg_input) * MAX_SOURCE_SHARE {
+    // Worth it only where the keys are few next to both the aggregate's input and its
+    // groups (a filter keeping nearly every group would cost a second scan for nothing).
+    let source_rows = estimate_rows(source);
+    if source_rows > estimate_rows(agg_input) * MAX_SOURCE_SHARE
+        || source_rows > estimate_rows(agg_side) * MAX_GROUP_SHARE
+    {
         return Ok(None);
     }
     let keys = PlanBuilder::from_plan(source.clone())
