@@ -329,3 +329,30 @@ fn a_cte_used_twice_is_aggregated_once() {
     assert_eq!(text.matches("Scan csv").count(), 2, "{text}");
     assert!(!text.contains("shared"), "{text}");
 }
+
+/// A registered table read twice with the same columns and filters is decoded once; where
+/// the rows stream into a LIMIT (which may stop the scan early), each read scans.
+#[test]
+fn a_table_read_twice_is_decoded_once() {
+    let s = Session::with_threads(2);
+    s.register_csv("people", "tests/data/people.csv", CsvOptions::default())
+        .expect("registers");
+    let twice =
+        "SELECT a.name, b.name FROM people a JOIN people b ON a.age = b.age AND a.id < b.id \
+                 ORDER BY a.name";
+    let text = lines(&s, &format!("EXPLAIN ANALYZE {twice}")).join("\n");
+    assert_eq!(text.matches("Scan csv").count(), 1, "{text}");
+    assert_eq!(text.matches("Read shared scan result").count(), 2, "{text}");
+    let rows: Vec<String> = s
+        .execute(twice)
+        .expect("runs")
+        .rows()
+        .iter()
+        .map(|r| format!("{} {}", r[0], r[1]))
+        .collect();
+    assert_eq!(rows, ["Ada Grace", "Chloé Eve"]);
+    let limited = "(SELECT name FROM people LIMIT 2) UNION ALL (SELECT name FROM people LIMIT 2)";
+    let text = lines(&s, &format!("EXPLAIN ANALYZE {limited}")).join("\n");
+    assert_eq!(text.matches("Scan csv").count(), 2, "{text}");
+    assert!(!text.contains("shared"), "{text}");
+}

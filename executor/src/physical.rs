@@ -123,78 +123,102 @@ fn relabel(batches: Vec<Batch>, schema: &SchemaRef) -> ExecResult<Vec<Batch>> {
         .collect()
 }
 
+/// The pipeline of a scan: its source, and for in-memory tables the pushed filter.
+fn scan_pipe(
+    scan: &morsel_planner::Scan,
+    plan: &LogicalPlan,
+    ctx: &ExecContext,
+) -> ExecResult<Pipe> {
+    let schema = storage_schema(&scan.schema);
+    let predicate = Expr::conjunction(scan.filters.clone());
+    // The source's rows are before the pushed-down filter, unless a CSV scan applies
+    // it while decoding.
+    let unfiltered = LogicalPlan::Scan(morsel_planner::Scan {
+        filters: Vec::new(),
+        ..scan.clone()
+    });
+    let mut scan_label = label(
+        format!("Scan {} {}", source_kind(&scan.source), scan.table),
+        Some(&unfiltered),
+    );
+    let source: Box<dyn Source> = match &scan.source {
+        TableSource::Csv(reader) => {
+            let filter = match &predicate {
+                Some(p) => {
+                    let f = scan_filter(ctx, p, &scan.schema)?;
+                    scan_label = label(
+                        format!("Scan csv {} (filtering while decoding)", scan.table),
+                        Some(plan),
+                    );
+                    scan_label.details.push(format!(
+                        "filter {p} reads {} of {} columns; the others are built only \
+                             for the rows it keeps",
+                        f.slots.len(),
+                        scan.schema.len()
+                    ));
+                    scan_label.details.extend(fused_details([&f.predicate]));
+                    Some(f)
+                }
+                None => None,
+            };
+            Box::new(CsvSource::new(reader, scan.projection.as_deref(), filter)?)
+        }
+        TableSource::Memory(table) => {
+            let batches = match &scan.projection {
+                None => relabel(table.batches.clone(), &schema)?,
+                Some(p) => table
+                    .batches
+                    .iter()
+                    .map(|b| {
+                        let cols: Vec<Column> = p.iter().map(|&i| b.column(i).clone()).collect();
+                        Ok(Batch::try_new(schema.clone(), cols, b.num_rows())?)
+                    })
+                    .collect::<ExecResult<Vec<_>>>()?,
+            };
+            Box::new(MemorySource::new(
+                format!("memory {}", scan.table),
+                Arc::new(batches),
+            ))
+        }
+    };
+    let mut pipe = Pipe {
+        labels: vec![scan_label],
+        source,
+        ops: Vec::new(),
+        schema: scan.schema.clone(),
+    };
+    if let (Some(pred), TableSource::Memory(_)) = (predicate, &scan.source) {
+        let predicate = phys(ctx, &pred, &scan.schema)?;
+        let details = fused_details([&predicate]);
+        pipe.push(
+            Box::new(FilterOp { predicate }),
+            label(format!("Filter (pushed into the scan): {pred}"), Some(plan))
+                .with_details(details),
+        );
+    }
+    Ok(pipe)
+}
+
 fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
     Ok(match plan {
         LogicalPlan::Scan(scan) => {
-            let schema = storage_schema(&scan.schema);
-            let predicate = Expr::conjunction(scan.filters.clone());
-            // The source's rows are before the pushed-down filter, unless a CSV scan applies
-            // it while decoding.
-            let unfiltered = LogicalPlan::Scan(morsel_planner::Scan {
-                filters: Vec::new(),
-                ..scan.clone()
-            });
-            let mut scan_label = label(
-                format!("Scan {} {}", source_kind(&scan.source), scan.table),
-                Some(&unfiltered),
-            );
-            let source: Box<dyn Source> = match &scan.source {
-                TableSource::Csv(reader) => {
-                    let filter = match &predicate {
-                        Some(p) => {
-                            let f = scan_filter(ctx, p, &scan.schema)?;
-                            scan_label = label(
-                                format!("Scan csv {} (filtering while decoding)", scan.table),
-                                Some(plan),
-                            );
-                            scan_label.details.push(format!(
-                                "filter {p} reads {} of {} columns; the others are built only \
-                                 for the rows it keeps",
-                                f.slots.len(),
-                                scan.schema.len()
-                            ));
-                            scan_label.details.extend(fused_details([&f.predicate]));
-                            Some(f)
-                        }
-                        None => None,
-                    };
-                    Box::new(CsvSource::new(reader, scan.projection.as_deref(), filter)?)
-                }
-                TableSource::Memory(table) => {
-                    let batches = match &scan.projection {
-                        None => relabel(table.batches.clone(), &schema)?,
-                        Some(p) => table
-                            .batches
-                            .iter()
-                            .map(|b| {
-                                let cols: Vec<Column> =
-                                    p.iter().map(|&i| b.column(i).clone()).collect();
-                                Ok(Batch::try_new(schema.clone(), cols, b.num_rows())?)
-                            })
-                            .collect::<ExecResult<Vec<_>>>()?,
-                    };
-                    Box::new(MemorySource::new(
-                        format!("memory {}", scan.table),
-                        Arc::new(batches),
-                    ))
-                }
-            };
-            let mut pipe = Pipe {
-                labels: vec![scan_label],
-                source,
-                ops: Vec::new(),
-                schema: scan.schema.clone(),
-            };
-            if let (Some(pred), TableSource::Memory(_)) = (predicate, &scan.source) {
-                let predicate = phys(ctx, &pred, &scan.schema)?;
-                let details = fused_details([&predicate]);
-                pipe.push(
-                    Box::new(FilterOp { predicate }),
-                    label(format!("Filter (pushed into the scan): {pred}"), Some(plan))
-                        .with_details(details),
-                );
+            let key = SharedResults::key(plan);
+            if matches!(scan.source, TableSource::Csv(_)) && ctx.shared.is_shared(&key) {
+                // The query reads this scan more than once: decode it once, keep the rows.
+                let batches = match ctx.shared.take(&key) {
+                    Some(b) => b,
+                    None => {
+                        let rows =
+                            scan_pipe(scan, plan, ctx)?.run(ctx, &CollectSink, Some(plan))?;
+                        let rows = Arc::new(rows);
+                        ctx.shared.store(&key, rows.clone());
+                        rows
+                    }
+                };
+                materialized_arc("shared scan", batches, &scan.schema, plan)
+            } else {
+                scan_pipe(scan, plan, ctx)?
             }
-            pipe
         }
         LogicalPlan::Filter { input, predicate } => {
             let mut pipe = build(input, ctx)?;

@@ -1,16 +1,19 @@
 //! Identical subplans computed once per query. A common table expression used twice is bound
-//! as two copies of one plan whose scans share their sources; where both copies are still
-//! identical after optimization (same text, same sources), the aggregate at their top runs
-//! once and each reader gets its batches. A result is kept only while a reader is still to
-//! come, so a subplan used once costs nothing extra.
+//! as two copies of one plan whose scans share their sources, and a catalog table named twice
+//! is two scans of one source; where two copies are still identical after optimization (same
+//! text, same sources), the aggregate at their top, or the CSV scan, runs once and each
+//! reader gets its batches. A result is kept only while a reader is still to come, so a
+//! subplan used once costs nothing extra. Below a LIMIT nothing is shared: a limit stops its
+//! scan early, which a shared, fully decoded scan would not.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use morsel_planner::{LogicalPlan, TableSource};
+use morsel_planner::{ColumnRef, Expr, LogicalPlan, Scan, TableSource};
 use morsel_storage::Batch;
 
-/// Aggregates that occur more than once in a plan, and their results once computed.
+/// Aggregates and CSV scans that occur more than once in a plan, and their results once
+/// computed.
 #[derive(Debug, Default)]
 pub struct SharedResults {
     entries: Mutex<HashMap<String, Entry>>,
@@ -24,10 +27,10 @@ struct Entry {
 }
 
 impl SharedResults {
-    /// Finds the aggregates `plan` holds more than once.
+    /// Finds the aggregates and CSV scans `plan` holds more than once.
     pub fn for_plan(plan: &LogicalPlan) -> Self {
         let mut counts: HashMap<String, usize> = HashMap::new();
-        count(plan, &mut counts);
+        count(plan, &mut counts, false);
         let entries = counts
             .into_iter()
             .filter(|(_, n)| *n > 1)
@@ -49,7 +52,26 @@ impl SharedResults {
     /// The subplan's identity: its text, and the addresses of the sources it reads (two
     /// scans of one file opened twice are different sources).
     pub fn key(plan: &LogicalPlan) -> String {
-        let mut key = plan.to_string();
+        let mut key = match plan {
+            // A scan's rows do not depend on its alias (`lineitem l1` and `lineitem l3` read
+            // the same rows), so the alias is left out of its key.
+            LogicalPlan::Scan(s) => LogicalPlan::Scan(Scan {
+                alias: s.table.clone(),
+                filters: s
+                    .filters
+                    .iter()
+                    .map(|f| {
+                        f.clone().transform_up(&mut |e| match e {
+                            Expr::Column(c) => Expr::Column(ColumnRef::new(c.name)),
+                            other => other,
+                        })
+                    })
+                    .collect(),
+                ..s.clone()
+            })
+            .to_string(),
+            other => other.to_string(),
+        };
         let mut stack = vec![plan];
         while let Some(p) = stack.pop() {
             if let LogicalPlan::Scan(s) = p {
@@ -99,17 +121,39 @@ impl SharedResults {
     }
 }
 
-/// Counts aggregate subplans; below a repeat nothing is counted, since a repeat is read
-/// from the first copy's result and its inputs never run.
-fn count(plan: &LogicalPlan, counts: &mut HashMap<String, usize>) {
-    if matches!(plan, LogicalPlan::Aggregate { .. }) {
+/// Counts aggregate and CSV scan subplans; below a repeat nothing is counted, since a repeat
+/// is read from the first copy's result and its inputs never run. `streams_to_limit`: the
+/// rows flow to a LIMIT without a pipeline breaker between, so a scan here may stop early
+/// and is not shared.
+fn count(plan: &LogicalPlan, counts: &mut HashMap<String, usize>, streams_to_limit: bool) {
+    let shareable = match plan {
+        LogicalPlan::Aggregate { .. } => true,
+        LogicalPlan::Scan(s) => matches!(s.source, TableSource::Csv(_)) && !streams_to_limit,
+        _ => false,
+    };
+    if shareable {
         let seen = counts.entry(SharedResults::key(plan)).or_default();
         *seen += 1;
         if *seen > 1 {
             return;
         }
     }
-    for child in plan.children() {
-        count(child, counts);
+    match plan {
+        LogicalPlan::Limit { input, .. } => count(input, counts, true),
+        // Breakers: their inputs run to the end whatever is above.
+        LogicalPlan::Aggregate { input, .. }
+        | LogicalPlan::Sort { input, .. }
+        | LogicalPlan::Distinct { input }
+        | LogicalPlan::Window { input, .. } => count(input, counts, false),
+        // A join's build side (the right input) is read whole before the probe starts.
+        LogicalPlan::Join { left, right, .. } => {
+            count(left, counts, streams_to_limit);
+            count(right, counts, false);
+        }
+        other => {
+            for child in other.children() {
+                count(child, counts, streams_to_limit);
+            }
+        }
     }
 }
