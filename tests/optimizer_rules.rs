@@ -25,6 +25,10 @@ fn each_rule_changes_its_plan_and_no_answer() {
             format!("SELECT name FROM {PEOPLE} WHERE age > 20 + 10 AND NOT NOT (city = city OR false)"),
         ),
         (
+            "distinct_aggregates_to_group_by",
+            format!("SELECT city, count(DISTINCT age) AS ages, sum(DISTINCT age) AS total FROM {PEOPLE} GROUP BY city ORDER BY city"),
+        ),
+        (
             "push_down_filter",
             format!("SELECT p.name, o.amount FROM {PEOPLE} p, {ORDERS} o WHERE p.id = o.person_id AND o.amount > 10 AND p.age < 40"),
         ),

@@ -8,8 +8,8 @@ mod rules;
 use std::time::{Duration, Instant};
 
 pub use rules::{
-    CommonSubexpressions, FilterAggregatesByJoinKeys, PushDownFilter, PushDownLimit,
-    PushDownProjection, PushDownSemiJoins, ReorderJoins, SimplifyExpressions,
+    CommonSubexpressions, DistinctAggregatesToGroupBy, FilterAggregatesByJoinKeys, PushDownFilter,
+    PushDownLimit, PushDownProjection, PushDownSemiJoins, ReorderJoins, SimplifyExpressions,
 };
 
 use crate::error::PlanResult;
@@ -64,6 +64,7 @@ impl Default for Optimizer {
         Self {
             rules: vec![
                 Box::new(SimplifyExpressions),
+                Box::new(DistinctAggregatesToGroupBy),
                 Box::new(PushDownFilter),
                 Box::new(ReorderJoins),
                 Box::new(FilterAggregatesByJoinKeys),
