@@ -49,20 +49,144 @@ pub fn cmp_keys(keys: &[KeyColumn], a: usize, b: usize) -> Ordering {
     Ordering::Equal
 }
 
+/// Each row's sort keys as words that compare, as unsigned integers in order, the way the
+/// keys do: per key, a word placing NULLs (only for a key that has any) and a word holding
+/// the value's bits mapped to an order-preserving unsigned integer (inverted for DESC).
+/// `None` where a key is a string. Returns the words, row-major, and the words per row.
+fn normalized_keys(keys: &[KeyColumn], n: usize) -> Option<(Vec<u64>, usize)> {
+    const SIGN: u64 = 1 << 63;
+    let mut words_per_key = Vec::with_capacity(keys.len());
+    for (c, asc, nulls_first) in keys {
+        let value: Vec<u64> = match c {
+            Column::Boolean(x) => (0..n).map(|i| u64::from(x.values().get(i))).collect(),
+            Column::Int32(x) | Column::Date32(x) => x
+                .values()
+                .iter()
+                .map(|&v| (v as i64 as u64) ^ SIGN)
+                .collect(),
+            Column::Int64(x) | Column::Timestamp(x) => {
+                x.values().iter().map(|&v| (v as u64) ^ SIGN).collect()
+            }
+            // -0.0 sorts with 0.0 and every NaN after +inf, as `cmp_f64` orders them.
+            Column::Float64(x) => x
+                .values()
+                .iter()
+                .map(|&v| {
+                    let v = if v == 0.0 {
+                        0.0
+                    } else if v.is_nan() {
+                        f64::NAN
+                    } else {
+                        v
+                    };
+                    let bits = v.to_bits();
+                    if bits & SIGN != 0 {
+                        !bits
+                    } else {
+                        bits | SIGN
+                    }
+                })
+                .collect(),
+            Column::Utf8(_) => return None,
+        };
+        let value: Vec<u64> = if *asc {
+            value
+        } else {
+            value.into_iter().map(|v| !v).collect()
+        };
+        if c.null_count() > 0 {
+            let (null, valid) = if *nulls_first { (0, 1) } else { (1, 0) };
+            let place = (0..n)
+                .map(|i| if c.is_valid(i) { valid } else { null })
+                .collect();
+            let value = value
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| if c.is_valid(i) { v } else { 0 })
+                .collect();
+            words_per_key.push(place);
+            words_per_key.push(value);
+        } else {
+            words_per_key.push(value);
+        }
+    }
+    let w = words_per_key.len();
+    let mut words = vec![0u64; n * w];
+    for (k, column) in words_per_key.iter().enumerate() {
+        for (row, v) in column.iter().enumerate() {
+            words[row * w + k] = *v;
+        }
+    }
+    Some((words, w))
+}
+
+/// Sorts `(key, row)` pairs (so ties keep row order) and returns the rows; only the first
+/// `limit` if given.
+fn sort_pairs<K: Ord + Copy>(mut pairs: Vec<(K, u32)>, limit: Option<usize>) -> Vec<u32> {
+    match limit {
+        Some(k) if k < pairs.len() => {
+            if k == 0 {
+                return Vec::new();
+            }
+            pairs.select_nth_unstable(k - 1);
+            pairs.truncate(k);
+            pairs.sort_unstable();
+        }
+        _ => pairs.sort_unstable(),
+    }
+    pairs.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The row order of `n` rows by `keys`, ties by position; only the first `limit` if given.
+/// Keys of numbers, dates and booleans are first normalized to unsigned words, so the sort
+/// compares integers (one or two words: a plain integer sort); strings compare column by
+/// column.
 pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u32> {
+    if let Some((words, w)) = normalized_keys(keys, n) {
+        match w {
+            1 => {
+                let pairs = (0..n).map(|r| (words[r], r as u32)).collect();
+                return sort_pairs(pairs, limit);
+            }
+            2 => {
+                let pairs = (0..n)
+                    .map(|r| {
+                        (
+                            (u128::from(words[2 * r]) << 64) | u128::from(words[2 * r + 1]),
+                            r as u32,
+                        )
+                    })
+                    .collect();
+                return sort_pairs(pairs, limit);
+            }
+            _ => {
+                let cmp = |a: &u32, b: &u32| {
+                    let (a, b) = (*a as usize, *b as usize);
+                    words[a * w..(a + 1) * w]
+                        .cmp(&words[b * w..(b + 1) * w])
+                        .then(a.cmp(&b))
+                };
+                return sorted_by(n, limit, cmp);
+            }
+        }
+    }
     let cmp = |a: &u32, b: &u32| cmp_keys(keys, *a as usize, *b as usize).then(a.cmp(b));
+    sorted_by(n, limit, cmp)
+}
+
+/// Rows `0..n` in `cmp` order (a total order); only the first `limit` if given.
+fn sorted_by(n: usize, limit: Option<usize>, cmp: impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
     let mut perm: Vec<u32> = (0..n as u32).collect();
     match limit {
         Some(k) if k < n => {
             if k == 0 {
                 return Vec::new();
             }
-            perm.select_nth_unstable_by(k - 1, cmp);
+            perm.select_nth_unstable_by(k - 1, &cmp);
             perm.truncate(k);
-            perm.sort_unstable_by(cmp);
+            perm.sort_unstable_by(&cmp);
         }
-        _ => perm.sort_unstable_by(cmp),
+        _ => perm.sort_unstable_by(&cmp),
     }
     perm
 }
@@ -142,9 +266,9 @@ impl Sink for SortSink {
 
 #[cfg(test)]
 mod tests {
-    use morsel_storage::{Buffer, Column, PrimitiveColumn};
+    use morsel_storage::{BooleanColumn, Buffer, Column, PrimitiveColumn};
 
-    use super::sorted_rows;
+    use super::{cmp_keys, sorted_rows, KeyColumn};
 
     #[test]
     fn top_k_is_the_prefix_of_the_stable_sort() {
@@ -158,6 +282,63 @@ mod tests {
                 let top = sorted_rows(&keys, 1000, Some(k));
                 assert_eq!(top, full[..k.min(1000)], "k = {k}, asc = {asc}");
             }
+        }
+    }
+
+    #[test]
+    fn normalized_keys_sort_like_the_column_comparator() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let floats = [
+            0.0,
+            -0.0,
+            1.5,
+            -1.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            2.0,
+        ];
+        for _ in 0..300 {
+            let n = 1 + next(60) as usize;
+            let mut keys: Vec<KeyColumn> = Vec::new();
+            for _ in 0..1 + next(3) {
+                let nulls = next(2) == 0;
+                let valid = |next: &mut dyn FnMut(u64) -> u64| !nulls || next(4) > 0;
+                let column = match next(4) {
+                    0 => Column::Int64(PrimitiveColumn::from_options(
+                        (0..n)
+                            .map(|_| valid(&mut next).then(|| next(7) as i64 - 3))
+                            .collect::<Vec<_>>(),
+                    )),
+                    1 => Column::Int32(PrimitiveColumn::from_options(
+                        (0..n)
+                            .map(|_| valid(&mut next).then(|| next(5) as i32 - 2))
+                            .collect::<Vec<_>>(),
+                    )),
+                    2 => Column::Float64(PrimitiveColumn::from_options(
+                        (0..n)
+                            .map(|_| valid(&mut next).then(|| floats[next(8) as usize]))
+                            .collect::<Vec<_>>(),
+                    )),
+                    _ => Column::Boolean(BooleanColumn::from_options(
+                        (0..n)
+                            .map(|_| valid(&mut next).then(|| next(2) == 0))
+                            .collect::<Vec<_>>(),
+                    )),
+                };
+                keys.push((column, next(2) == 0, next(2) == 0));
+            }
+            let mut expect: Vec<u32> = (0..n as u32).collect();
+            expect.sort_by(|a, b| cmp_keys(&keys, *a as usize, *b as usize));
+            assert_eq!(sorted_rows(&keys, n, None), expect);
+            let k = next(n as u64 + 1) as usize;
+            assert_eq!(sorted_rows(&keys, n, Some(k)), expect[..k]);
         }
     }
 }
