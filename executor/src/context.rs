@@ -60,7 +60,8 @@ pub struct PipelineStats {
     pub morsels_per_worker: Vec<u64>,
     /// Source, operators, then the sink's per-morsel consumption.
     pub stages: Vec<StageStats>,
-    /// Time to merge the sink's partials, after the workers finished (single-threaded).
+    /// Time to merge the sink's partials after the workers finished (on the calling thread,
+    /// except a large hash aggregate's partitioned merge, which runs on the workers).
     pub finish_ns: u64,
     pub wall_ns: u64,
     /// The source's scan metrics, for CSV scans.
