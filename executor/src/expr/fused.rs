@@ -841,23 +841,9 @@ mod tests {
     use morsel_storage::{Field, Schema};
 
     use crate::expr::fuse;
+    use crate::test_rng::Rng;
 
     use super::*;
-
-    /// xorshift64*: a fixed-seed generator for test data.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     const ROWS: usize = 3 * CHUNK + 77;
 

@@ -263,13 +263,8 @@ mod tests {
     fn fast_paths_agree_with_the_general_matcher() {
         let pattern_chars = ['a', 'b', '%', '_', 'é'];
         let text_chars = ['a', 'b', 'é'];
-        let mut state = 0x1234_5678_9ABC_DEF1u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = crate::test_rng::Rng(0x1234_5678_9ABC_DEF1);
+        let mut next = move |n: usize| rng.below(n as u64) as usize;
         for _ in 0..20_000 {
             let p: String = (0..next(7)).map(|_| pattern_chars[next(5)]).collect();
             let t: String = (0..next(9)).map(|_| text_chars[next(3)]).collect();

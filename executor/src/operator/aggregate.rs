@@ -312,6 +312,7 @@ mod tests {
     use morsel_storage::{Field, PrimitiveColumn, Schema, Utf8Column};
 
     use super::*;
+    use crate::test_rng::Rng;
 
     /// Output schema: the two keys, then one column per aggregate (types as finished).
     fn sink(threads: usize) -> AggregateSink {
@@ -371,13 +372,8 @@ mod tests {
             Field::new("s", DataType::Utf8, true),
             Field::new("x", DataType::Float64, true),
         ]));
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut next = move |n: u64| rng.below(n);
         let words = ["a", "bb", "c", "dd", "e"];
         (0..9)
             .map(|_| {

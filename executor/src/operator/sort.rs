@@ -287,13 +287,8 @@ mod tests {
 
     #[test]
     fn normalized_keys_sort_like_the_column_comparator() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut rng = crate::test_rng::Rng(0x2545_F491_4F6C_DD1D);
+        let mut next = move |n: u64| rng.below(n);
         let floats = [
             0.0,
             -0.0,

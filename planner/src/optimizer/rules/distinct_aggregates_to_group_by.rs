@@ -140,21 +140,12 @@ fn single_distinct_argument(aggs: &[Expr]) -> Option<(Expr, Vec<AggFunc>)> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use morsel_storage::{DataType, Field, Schema};
-
     use super::*;
     use crate::expr::col;
-    use crate::plan::{MemTable, TableSource};
+    use crate::optimizer::rules::test_table;
 
     fn table() -> PlanBuilder {
-        let schema = Schema::new(vec![
-            Field::new("g", DataType::Int64, true),
-            Field::new("x", DataType::Int64, true),
-        ]);
-        let source = TableSource::Memory(Arc::new(MemTable::new(Arc::new(schema), Vec::new())));
-        PlanBuilder::scan("t", "t", source)
+        test_table("t", &["g", "x"])
     }
 
     fn distinct(func: AggFunc, arg: Expr) -> Expr {

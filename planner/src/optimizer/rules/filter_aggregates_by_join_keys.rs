@@ -281,23 +281,9 @@ fn place(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use morsel_storage::{DataType, Field, Schema};
-
     use super::*;
     use crate::expr::{col, Expr};
-    use crate::plan::{MemTable, TableSource};
-
-    fn table(name: &str, cols: &[&str]) -> PlanBuilder {
-        let schema = Schema::new(
-            cols.iter()
-                .map(|c| Field::new(*c, DataType::Int64, false))
-                .collect(),
-        );
-        let source = TableSource::Memory(Arc::new(MemTable::new(Arc::new(schema), Vec::new())));
-        PlanBuilder::scan(name, name, source)
-    }
+    use crate::optimizer::rules::test_table as table;
 
     /// `p` joined (`kind`) with the per-key count of `o`.
     fn plan(kind: JoinKind) -> LogicalPlan {

@@ -19,3 +19,21 @@ pub use push_down_projection::PushDownProjection;
 pub use push_down_semi_joins::PushDownSemiJoins;
 pub use reorder_joins::ReorderJoins;
 pub use simplify_expressions::SimplifyExpressions;
+
+/// A named in-memory table of BIGINT columns, for the rules' tests.
+#[cfg(test)]
+pub(crate) fn test_table(name: &str, cols: &[&str]) -> crate::plan::PlanBuilder {
+    use std::sync::Arc;
+
+    use morsel_storage::{DataType, Field, Schema};
+
+    use crate::plan::{MemTable, PlanBuilder, TableSource};
+
+    let schema = Schema::new(
+        cols.iter()
+            .map(|c| Field::new(*c, DataType::Int64, true))
+            .collect(),
+    );
+    let source = TableSource::Memory(Arc::new(MemTable::new(Arc::new(schema), Vec::new())));
+    PlanBuilder::scan(name, name, source)
+}

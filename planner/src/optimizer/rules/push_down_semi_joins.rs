@@ -168,23 +168,9 @@ fn fewer_rows_below(left: &LogicalPlan, right: &LogicalPlan, test: &Test, joined
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use morsel_storage::{DataType, Field, Schema};
-
     use super::*;
     use crate::expr::col;
-    use crate::plan::{MemTable, PlanBuilder, TableSource};
-
-    fn table(name: &str, cols: &[&str]) -> PlanBuilder {
-        let schema = Schema::new(
-            cols.iter()
-                .map(|c| Field::new(*c, DataType::Int64, false))
-                .collect(),
-        );
-        let source = TableSource::Memory(Arc::new(MemTable::new(Arc::new(schema), Vec::new())));
-        PlanBuilder::scan(name, name, source)
-    }
+    use crate::optimizer::rules::test_table as table;
 
     #[test]
     fn a_semi_join_moves_to_the_input_holding_its_key() {
