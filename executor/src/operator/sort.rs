@@ -139,8 +139,8 @@ fn sort_pairs<K: Ord + Copy>(mut pairs: Vec<(K, u32)>, limit: Option<usize>) -> 
 
 /// The row order of `n` rows by `keys`, ties by position; only the first `limit` if given.
 /// Keys of numbers, dates and booleans are first normalized to unsigned words, so the sort
-/// compares integers (one or two words: a plain integer sort); strings compare column by
-/// column.
+/// compares integers (up to four words per row as one integer or array, more as slices);
+/// strings compare column by column.
 pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u32> {
     if let Some((words, w)) = normalized_keys(keys, n) {
         match w {
@@ -159,6 +159,8 @@ pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u3
                     .collect();
                 return sort_pairs(pairs, limit);
             }
+            3 => return sort_pairs(word_arrays::<3>(&words, n), limit),
+            4 => return sort_pairs(word_arrays::<4>(&words, n), limit),
             _ => {
                 let cmp = |a: &u32, b: &u32| {
                     let (a, b) = (*a as usize, *b as usize);
@@ -172,6 +174,13 @@ pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u3
     }
     let cmp = |a: &u32, b: &u32| cmp_keys(keys, *a as usize, *b as usize).then(a.cmp(b));
     sorted_by(n, limit, cmp)
+}
+
+/// Each row's `W` key words as one array (arrays compare word by word), with the row.
+fn word_arrays<const W: usize>(words: &[u64], n: usize) -> Vec<([u64; W], u32)> {
+    (0..n)
+        .map(|r| (std::array::from_fn(|k| words[r * W + k]), r as u32))
+        .collect()
 }
 
 /// Rows `0..n` in `cmp` order (a total order); only the first `limit` if given.
