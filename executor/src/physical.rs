@@ -202,22 +202,11 @@ fn scan_pipe(
 fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
     Ok(match plan {
         LogicalPlan::Scan(scan) => {
-            let key = SharedResults::key(plan);
-            if matches!(scan.source, TableSource::Csv(_)) && ctx.shared.is_shared(&key) {
-                // The query reads this scan more than once: decode it once, keep the rows.
-                let batches = match ctx.shared.take(&key) {
-                    Some(b) => b,
-                    None => {
-                        let rows =
-                            scan_pipe(scan, plan, ctx)?.run(ctx, &CollectSink, Some(plan))?;
-                        let rows = Arc::new(rows);
-                        ctx.shared.store(&key, rows.clone());
-                        rows
-                    }
-                };
-                materialized_arc("shared scan", batches, &scan.schema, plan)
-            } else {
-                scan_pipe(scan, plan, ctx)?
+            // A scan the query reads more than once is decoded once and its rows kept.
+            let decode = || scan_pipe(scan, plan, ctx)?.run(ctx, &CollectSink, Some(plan));
+            match ctx.shared.read(plan, decode) {
+                Some(batches) => materialized_arc("shared scan", batches?, &scan.schema, plan),
+                None => scan_pipe(scan, plan, ctx)?,
             }
         }
         LogicalPlan::Filter { input, predicate } => {
@@ -264,12 +253,6 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             aggs,
             schema,
         } => {
-            let key = SharedResults::key(plan);
-            let shared = ctx.shared.is_shared(&key);
-            if let Some(batches) = ctx.shared.take(&key) {
-                // An identical aggregate ran earlier in this query.
-                return Ok(materialized_arc("shared aggregate", batches, schema, plan));
-            }
             let in_schema = input.schema();
             let sink = AggregateSink {
                 group: group
@@ -287,11 +270,12 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 schema: storage_schema(schema),
                 threads: ctx.threads,
             };
-            let out = Arc::new(build(input, ctx)?.run(ctx, &sink, Some(input))?);
-            if shared {
-                ctx.shared.store(&key, out.clone());
+            let run = || build(input, ctx)?.run(ctx, &sink, Some(input));
+            // An aggregate the query holds more than once runs once.
+            match ctx.shared.read(plan, run) {
+                Some(batches) => materialized_arc("shared aggregate", batches?, schema, plan),
+                None => materialized("aggregate", run()?, schema, plan),
             }
-            materialized_arc("aggregate", out, schema, plan)
         }
         LogicalPlan::Distinct { input } => {
             let in_schema = input.schema();

@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use morsel_planner::{ColumnRef, Expr, LogicalPlan, Scan, TableSource};
 use morsel_storage::Batch;
 
+use crate::error::ExecResult;
+
 /// Aggregates and CSV scans that occur more than once in a plan, and their results once
 /// computed.
 #[derive(Debug, Default)]
@@ -51,7 +53,7 @@ impl SharedResults {
 
     /// The subplan's identity: its text, and the addresses of the sources it reads (two
     /// scans of one file opened twice are different sources).
-    pub fn key(plan: &LogicalPlan) -> String {
+    fn key(plan: &LogicalPlan) -> String {
         let mut key = match plan {
             // A scan's rows do not depend on its alias (`lineitem l1` and `lineitem l3` read
             // the same rows), so the alias is left out of its key.
@@ -86,38 +88,40 @@ impl SharedResults {
         key
     }
 
-    /// Whether the subplan with `key` is read more than once.
-    pub fn is_shared(&self, key: &str) -> bool {
-        self.entries
-            .lock()
-            .expect("shared results")
-            .contains_key(key)
-    }
-
-    /// The result computed earlier for `key`, for one more reader (forgotten after the last).
-    pub fn take(&self, key: &str) -> Option<Arc<Vec<Batch>>> {
-        let mut entries = self.entries.lock().expect("shared results");
-        let entry = entries.get_mut(key)?;
-        let batches = entry.batches.clone()?;
-        entry.uses_left = entry.uses_left.saturating_sub(1);
-        if entry.uses_left == 0 {
-            entries.remove(key);
+    /// The result of `plan` where the query reads it more than once, `None` elsewhere (the
+    /// caller builds it as usual): `compute` runs for the first reader and its batches are
+    /// kept for the others, then forgotten after the last.
+    pub fn read(
+        &self,
+        plan: &LogicalPlan,
+        compute: impl FnOnce() -> ExecResult<Vec<Batch>>,
+    ) -> Option<ExecResult<Arc<Vec<Batch>>>> {
+        if self.entries.lock().expect("shared results").is_empty() {
+            return None;
         }
-        Some(batches)
-    }
-
-    /// Keeps the result of `key` for the readers to come (the one computing it counts as
-    /// the first).
-    pub fn store(&self, key: &str, batches: Arc<Vec<Batch>>) {
-        let mut entries = self.entries.lock().expect("shared results");
-        if let Some(entry) = entries.get_mut(key) {
+        let key = Self::key(plan);
+        let kept = {
+            let mut entries = self.entries.lock().expect("shared results");
+            let entry = entries.get_mut(&key)?;
             entry.uses_left = entry.uses_left.saturating_sub(1);
+            let kept = entry.batches.clone();
             if entry.uses_left == 0 {
-                entries.remove(key);
-            } else {
-                entry.batches = Some(batches);
+                entries.remove(&key);
             }
+            kept
+        };
+        if let Some(batches) = kept {
+            return Some(Ok(batches));
         }
+        // The first reader computes, outside the lock: the subplan may read shared results.
+        let batches = match compute() {
+            Ok(b) => Arc::new(b),
+            Err(e) => return Some(Err(e)),
+        };
+        if let Some(entry) = self.entries.lock().expect("shared results").get_mut(&key) {
+            entry.batches = Some(batches.clone());
+        }
+        Some(Ok(batches))
     }
 }
 
