@@ -1,8 +1,9 @@
 //! The oracle: a row-at-a-time reference evaluator for the suite's expressions and
 //! aggregates. Obviously correct and slow. It adds floats in the engine's documented,
-//! data-determined order: sequentially within each morsel (`MORSEL_ROWS` consecutive rows of
-//! an in-memory table), then the per-morsel partial results in morsel order. Every engine
-//! variant (vectorized, parallel at any thread count) must match it bit for bit.
+//! data-determined order: within each morsel (`MORSEL_ROWS` consecutive rows of an in-memory
+//! table) sequentially per group, or for a global sum into eight lanes by row position that
+//! are then added pairwise; then the per-morsel partial results in morsel order. Every
+//! engine variant (vectorized, parallel at any thread count) must match it bit for bit.
 
 use morsel::ScalarValue;
 use morsel_executor::MORSEL_ROWS;
@@ -52,18 +53,26 @@ pub fn filter(a: &[Option<f64>], k: &[i64]) -> Vec<Row> {
         .collect()
 }
 
+/// One morsel's global float sum: row `i` goes to lane `i % 8`, the lanes add pairwise;
+/// `None` if every row is NULL.
+fn morsel_sum(rows: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let mut l = [-0.0f64; 8];
+    let mut any = false;
+    for (i, v) in rows.enumerate() {
+        if let Some(v) = v {
+            l[i % 8] += v;
+            any = true;
+        }
+    }
+    any.then(|| 0.0 + (((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))))
+}
+
 /// `sum(a)` in morsel order.
 pub fn sum(a: &[Option<f64>]) -> Vec<Row> {
     let mut total = 0.0;
     let mut seen = false;
     for chunk in a.chunks(MORSEL_ROWS) {
-        let mut partial = 0.0;
-        let mut any = false;
-        for v in chunk.iter().flatten() {
-            partial += v;
-            any = true;
-        }
-        if any {
+        if let Some(partial) = morsel_sum(chunk.iter().copied()) {
             total += partial;
             seen = true;
         }
@@ -184,11 +193,8 @@ pub fn top_k(a: &[Option<f64>], n: usize) -> Vec<Row> {
 pub fn join_sum(lk: &[i64], lv: &[f64], rw: &[f64]) -> Vec<Row> {
     let mut total = 0.0;
     for (ks, vs) in lk.chunks(MORSEL_ROWS).zip(lv.chunks(MORSEL_ROWS)) {
-        let mut partial = 0.0;
-        for (k, v) in ks.iter().zip(vs) {
-            partial += v + rw[*k as usize];
-        }
-        total += partial;
+        let rows = ks.iter().zip(vs).map(|(k, v)| Some(v + rw[*k as usize]));
+        total += morsel_sum(rows).unwrap_or(0.0);
     }
     vec![vec![
         ScalarValue::Int64(lk.len() as i64),

@@ -1,7 +1,8 @@
 //! Aggregate states, one slot per group, updated a batch at a time with a group id per row.
 //!
-//! Float sums are added row by row in morsel order within a morsel's partial, and partials are
-//! merged in morsel order, so `SUM(double)` is the same bit pattern at any thread count.
+//! Float sums are added row by row in morsel order within a morsel's partial (a global
+//! aggregate's, in the fixed lane order of `kernels::reduce`), and partials are merged in
+//! morsel order, so `SUM(double)` is the same bit pattern at any thread count.
 
 use hashbrown::HashSet;
 use morsel_planner::AggFunc;
@@ -11,6 +12,7 @@ use morsel_storage::{
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::compare::cmp_f64;
+use crate::kernels::reduce;
 
 #[derive(Debug)]
 pub enum Accumulator {
@@ -356,6 +358,68 @@ impl Accumulator {
                 }
             }
             _ => return Err(ExecError::Internal("update of an unknown state".into())),
+        }
+        Ok(())
+    }
+
+    /// Adds all `rows` rows of `arg` to group 0, the only group of a global aggregate (`arg`
+    /// is `None` for `count(*)`). Counts, sums, averages and numeric extremes reduce the
+    /// whole column at once (float sums in the lane order of [`reduce::sum_f64`]); other
+    /// states take the row-by-row path.
+    pub fn update_global(&mut self, rows: usize, arg: Option<&Column>) -> ExecResult<()> {
+        let overflow = || ExecError::Overflow {
+            op: "sum()",
+            ty: DataType::Int64,
+        };
+        match (&mut *self, arg) {
+            (Accumulator::Count(c), None) => c[0] += rows as i64,
+            (Accumulator::Count(c), Some(a)) => c[0] += (a.len() - a.null_count()) as i64,
+            (Accumulator::SumFloat { sums, seen }, Some(Column::Float64(x))) => {
+                if let Some(s) = reduce::sum_f64(x) {
+                    sums[0] += s;
+                    seen[0] = true;
+                }
+            }
+            (Accumulator::AvgFloat { sums, counts }, Some(Column::Float64(x))) => {
+                if let Some(s) = reduce::sum_f64(x) {
+                    sums[0] += s;
+                    counts[0] += (x.len() - x.null_count()) as i64;
+                }
+            }
+            (Accumulator::SumInt { sums, seen }, Some(Column::Int64(x))) => {
+                let (s, n) = reduce::sum_i64(x);
+                if n > 0 {
+                    let total = sums[0] as i128 + s;
+                    sums[0] = i64::try_from(total).map_err(|_| overflow())?;
+                    seen[0] = true;
+                }
+            }
+            (Accumulator::AvgInt { sums, counts }, Some(Column::Int64(x))) => {
+                let (s, n) = reduce::sum_i64(x);
+                sums[0] += s;
+                counts[0] += n as i64;
+            }
+            (Accumulator::Extreme { min, values, .. }, Some(col)) => {
+                let min = *min;
+                let row = match col {
+                    Column::Int32(x) | Column::Date32(x) => {
+                        reduce::extreme_row(x, min, |a, b| a.cmp(&b))
+                    }
+                    Column::Int64(x) | Column::Timestamp(x) => {
+                        reduce::extreme_row(x, min, |a, b| a.cmp(&b))
+                    }
+                    Column::Float64(x) => reduce::extreme_row(x, min, cmp_f64),
+                    _ => return self.update(&vec![0; rows], arg),
+                };
+                if let Some(row) = row {
+                    let v = col.scalar_at(row);
+                    let slot = &mut values[0];
+                    if slot.as_ref().is_none_or(|cur| better(min, &v, cur)) {
+                        *slot = Some(v);
+                    }
+                }
+            }
+            _ => return self.update(&vec![0; rows], arg),
         }
         Ok(())
     }

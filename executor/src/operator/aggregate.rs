@@ -142,26 +142,32 @@ impl Sink for AggregateSink {
         let mut t = self.new_table()?;
         for batch in &batches {
             let rows = batch.num_rows();
+            if self.group.is_empty() {
+                // A global aggregate: every row is in the one group, no keys to encode.
+                if rows == 0 {
+                    continue;
+                }
+                if t.keys.is_empty() {
+                    t.keys.intern(&[], hash_key(&[]));
+                }
+                for (acc, spec) in t.accs.iter_mut().zip(&self.aggs) {
+                    acc.resize(1);
+                    let arg = spec.arg.as_ref().map(|a| a.evaluate(batch)).transpose()?;
+                    acc.update_global(rows, arg.as_ref())?;
+                }
+                continue;
+            }
             let key_cols = self
                 .group
                 .iter()
                 .map(|e| e.evaluate(batch))
                 .collect::<ExecResult<Vec<_>>>()?;
-            let ids = if self.group.is_empty() {
-                // A global aggregate: every row is in the one group, no keys to encode.
-                if rows > 0 && t.keys.is_empty() {
-                    t.keys.intern(&[], hash_key(&[]));
-                }
-                vec![0u32; rows]
-            } else {
-                let encoded = RowKeys::encode(&key_cols, rows);
-                let mut ids = Vec::with_capacity(rows);
-                for i in 0..rows {
-                    let key = encoded.key(i);
-                    ids.push(t.keys.intern(key, hash_key(key)).0);
-                }
-                ids
-            };
+            let encoded = RowKeys::encode(&key_cols, rows);
+            let mut ids = Vec::with_capacity(rows);
+            for i in 0..rows {
+                let key = encoded.key(i);
+                ids.push(t.keys.intern(key, hash_key(key)).0);
+            }
             for (acc, spec) in t.accs.iter_mut().zip(&self.aggs) {
                 acc.resize(t.keys.len());
                 let arg = spec.arg.as_ref().map(|a| a.evaluate(batch)).transpose()?;
