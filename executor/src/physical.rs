@@ -420,9 +420,10 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                             vec!["one thread, after the build input ends".into()]
                         } else {
                             vec![format!(
-                                "{} distinct keys over {} rows",
+                                "{} distinct keys over {} rows, {}",
                                 table.distinct_keys(),
-                                table.num_rows()
+                                table.num_rows(),
+                                table.index_kind()
                             )]
                         },
                     }],

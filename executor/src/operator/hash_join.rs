@@ -16,7 +16,7 @@ use std::sync::Arc;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 use morsel_planner::JoinKind;
-use morsel_storage::{Batch, BooleanColumn, Column, PrimitiveColumn, SchemaRef};
+use morsel_storage::{Batch, BooleanColumn, Column, NativeType, PrimitiveColumn, SchemaRef};
 
 use super::keys::{hash_key, KeyInterner, RowKeys};
 use crate::error::ExecResult;
@@ -33,38 +33,143 @@ enum KeyIndex {
     Encoded(KeyInterner),
     /// One integer (or date / timestamp) key: looked up by value, no encoding.
     Int(HashMap<i64, u32, FixedState>),
+    /// One integer key whose values span a small range (at most [`DENSE_SLOTS_PER_ROW`] slots
+    /// per build row): slot `v - min` holds the key's id, `u32::MAX` where no build row has
+    /// the value. A lookup is one array read, no hashing.
+    Dense {
+        min: i64,
+        slots: Vec<u32>,
+        keys: usize,
+    },
 }
+
+/// A dense index may spend this many slots (4 bytes each) per build row.
+const DENSE_SLOTS_PER_ROW: usize = 4;
+
+/// A dense index is always allowed this many slots, however few the rows.
+const DENSE_MIN_SLOTS: usize = 1 << 12;
 
 impl KeyIndex {
     fn len(&self) -> usize {
         match self {
             KeyIndex::Encoded(k) => k.len(),
             KeyIndex::Int(m) => m.len(),
+            KeyIndex::Dense { keys, .. } => *keys,
         }
     }
-}
 
-/// The integer value of row `i` of an integer-like column.
-fn int_column(c: &Column) -> Option<IntKeys<'_>> {
-    match c {
-        Column::Int32(x) | Column::Date32(x) => Some(IntKeys::I32(x)),
-        Column::Int64(x) | Column::Timestamp(x) => Some(IntKeys::I64(x)),
-        _ => None,
-    }
-}
-
-enum IntKeys<'a> {
-    I32(&'a PrimitiveColumn<i32>),
-    I64(&'a PrimitiveColumn<i64>),
-}
-
-impl IntKeys<'_> {
+    /// The id of integer key `v`, or `None` where no build row has it.
     #[inline]
-    fn get(&self, i: usize) -> Option<i64> {
+    fn find_int(&self, v: i64) -> Option<u32> {
         match self {
-            IntKeys::I32(x) => x.is_valid(i).then(|| x.values()[i] as i64),
-            IntKeys::I64(x) => x.is_valid(i).then(|| x.values()[i]),
+            KeyIndex::Dense { min, slots, .. } => {
+                // Values below `min` wrap to offsets past the end.
+                let id = *slots.get(v.wrapping_sub(*min) as u64 as usize)?;
+                (id != u32::MAX).then_some(id)
+            }
+            KeyIndex::Int(map) => map.get(&v).copied(),
+            KeyIndex::Encoded(_) => None,
         }
+    }
+
+    /// Interns the integer keys of a build column: each row's key id (`u32::MAX` for NULL),
+    /// ids in first-seen order, by value in an array when the range is small.
+    fn int_keys(col: &Column, key_of_row: &mut [u32]) -> (KeyIndex, bool) {
+        let mut has_null = false;
+        let mut range: Option<(i64, i64)> = None;
+        for_each_int(col, |_, v| match v {
+            Some(v) => {
+                range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+            }
+            None => has_null = true,
+        });
+        let rows = key_of_row.len();
+        let span = range.map_or(0, |(lo, hi)| (hi as i128 - lo as i128 + 1) as u128);
+        let budget = (rows * DENSE_SLOTS_PER_ROW).max(DENSE_MIN_SLOTS);
+        if span <= budget as u128 {
+            let min = range.map_or(0, |(lo, _)| lo);
+            let mut slots = vec![u32::MAX; span as usize];
+            let mut keys = 0u32;
+            for_each_int(col, |r, v| {
+                if let Some(v) = v {
+                    let slot = &mut slots[(v - min) as usize];
+                    if *slot == u32::MAX {
+                        *slot = keys;
+                        keys += 1;
+                    }
+                    key_of_row[r] = *slot;
+                }
+            });
+            let keys = keys as usize;
+            return (KeyIndex::Dense { min, slots, keys }, has_null);
+        }
+        let mut map: HashMap<i64, u32, FixedState> =
+            HashMap::with_capacity_and_hasher(rows.min(1 << 16), FixedState::with_seed(INT_SEED));
+        for_each_int(col, |r, v| {
+            if let Some(v) = v {
+                let next = map.len() as u32;
+                key_of_row[r] = *map.entry(v).or_insert(next);
+            }
+        });
+        (KeyIndex::Int(map), has_null)
+    }
+
+    /// For unique keys: makes every entry hold its key's row instead of its id.
+    fn ids_to_rows(&mut self, rows: &[u32]) {
+        match self {
+            KeyIndex::Int(map) => map.values_mut().for_each(|v| *v = rows[*v as usize]),
+            KeyIndex::Dense { slots, .. } => slots
+                .iter_mut()
+                .filter(|v| **v != u32::MAX)
+                .for_each(|v| *v = rows[*v as usize]),
+            KeyIndex::Encoded(_) => {}
+        }
+    }
+
+    /// How keys are looked up, for EXPLAIN ANALYZE.
+    fn describe(&self) -> String {
+        match self {
+            KeyIndex::Encoded(_) => "hashed as encoded bytes".into(),
+            KeyIndex::Int(_) => "hashed by integer value".into(),
+            KeyIndex::Dense { slots, .. } => {
+                format!("indexed by value (an array of {} slots)", slots.len())
+            }
+        }
+    }
+}
+
+/// Whether `c` holds integer-like values (integers, dates, timestamps).
+fn is_int_column(c: &Column) -> bool {
+    matches!(
+        c,
+        Column::Int32(_) | Column::Date32(_) | Column::Int64(_) | Column::Timestamp(_)
+    )
+}
+
+/// Calls `f(row, value)` for every row of an integer-like column, widened to i64 (`None`
+/// for NULL); does nothing for other columns.
+#[inline]
+fn for_each_int(c: &Column, mut f: impl FnMut(usize, Option<i64>)) {
+    fn each<T>(x: &PrimitiveColumn<T>, f: &mut impl FnMut(usize, Option<i64>))
+    where
+        T: NativeType + Into<i64>,
+    {
+        let values = x.values();
+        match x.validity() {
+            None => values
+                .iter()
+                .enumerate()
+                .for_each(|(i, &v)| f(i, Some(v.into()))),
+            Some(valid) => values
+                .iter()
+                .enumerate()
+                .for_each(|(i, &v)| f(i, valid.get(i).then(|| v.into()))),
+        }
+    }
+    match c {
+        Column::Int32(x) | Column::Date32(x) => each(x, &mut f),
+        Column::Int64(x) | Column::Timestamp(x) => each(x, &mut f),
+        _ => {}
     }
 }
 
@@ -89,25 +194,8 @@ impl JoinTable {
             .map(|e| e.evaluate(&build))
             .collect::<ExecResult<Vec<_>>>()?;
         let mut key_of_row = vec![u32::MAX; n];
-        let mut has_null_key = false;
-        let keys = match cols.as_slice() {
-            [one] if int_column(one).is_some() => {
-                let ints = int_column(one).expect("checked");
-                let mut map: HashMap<i64, u32, FixedState> = HashMap::with_capacity_and_hasher(
-                    n.min(1 << 16),
-                    FixedState::with_seed(INT_SEED),
-                );
-                for (r, slot) in key_of_row.iter_mut().enumerate() {
-                    match ints.get(r) {
-                        Some(v) => {
-                            let next = map.len() as u32;
-                            *slot = *map.entry(v).or_insert(next);
-                        }
-                        None => has_null_key = true,
-                    }
-                }
-                KeyIndex::Int(map)
-            }
+        let (mut keys, has_null_key) = match cols.as_slice() {
+            [one] if is_int_column(one) => KeyIndex::int_keys(one, &mut key_of_row),
             _ => {
                 let encoded = RowKeys::encode(&cols, n);
                 let mut keys = KeyInterner::new();
@@ -117,8 +205,8 @@ impl JoinTable {
                         *slot = keys.intern(k, hash_key(k)).0;
                     }
                 }
-                has_null_key = encoded.has_null.iter().any(|&x| x);
-                KeyIndex::Encoded(keys)
+                let has_null = encoded.has_null.iter().any(|&x| x);
+                (KeyIndex::Encoded(keys), has_null)
             }
         };
         let mut starts = vec![0u32; keys.len() + 1];
@@ -139,14 +227,10 @@ impl JoinTable {
             }
         }
         let unique = rows.len() == keys.len();
-        let keys = match keys {
+        if unique {
             // Unique integer keys: the index holds each key's row itself.
-            KeyIndex::Int(mut map) if unique => {
-                map.values_mut().for_each(|v| *v = rows[*v as usize]);
-                KeyIndex::Int(map)
-            }
-            other => other,
-        };
+            keys.ids_to_rows(&rows);
+        }
         Ok(Self {
             build,
             keys,
@@ -162,6 +246,7 @@ impl JoinTable {
         let index = match &self.keys {
             KeyIndex::Encoded(k) => k.heap_bytes(),
             KeyIndex::Int(m) => m.capacity() * (8 + 4 + 1),
+            KeyIndex::Dense { slots, .. } => slots.capacity() * 4,
         };
         self.build.window_bytes() + index + (self.starts.capacity() + self.rows.capacity()) * 4
     }
@@ -173,6 +258,11 @@ impl JoinTable {
     /// The number of distinct non-NULL keys.
     pub fn distinct_keys(&self) -> usize {
         self.keys.len()
+    }
+
+    /// How the keys are indexed, for EXPLAIN ANALYZE.
+    pub fn index_kind(&self) -> String {
+        self.keys.describe()
     }
 
     /// Pairs probe row `i` with every build row of key `id`, in build order.
@@ -288,26 +378,23 @@ impl HashProbeOp {
             .collect::<ExecResult<Vec<_>>>()?;
         let t = &self.table;
         let null_key = match (&t.keys, cols.as_slice()) {
-            (KeyIndex::Int(map), [one]) if int_column(one).is_some() => {
-                let ints = int_column(one).expect("checked");
+            (KeyIndex::Int(_) | KeyIndex::Dense { .. }, [one]) if is_int_column(one) => {
                 let mut null_key = vec![false; n];
-                for (i, is_null) in null_key.iter_mut().enumerate() {
-                    match ints.get(i) {
-                        // Unique keys: the index gives the row.
-                        Some(v) if t.unique => {
-                            if let Some(&row) = map.get(&v) {
-                                p.push(i as u32);
-                                b.push(row);
-                            }
+                for_each_int(one, |i, v| match v {
+                    // Unique keys: the index gives the row.
+                    Some(v) if t.unique => {
+                        if let Some(row) = t.keys.find_int(v) {
+                            p.push(i as u32);
+                            b.push(row);
                         }
-                        Some(v) => {
-                            if let Some(&id) = map.get(&v) {
-                                t.emit(i, id, &mut p, &mut b);
-                            }
-                        }
-                        None => *is_null = true,
                     }
-                }
+                    Some(v) => {
+                        if let Some(id) = t.keys.find_int(v) {
+                            t.emit(i, id, &mut p, &mut b);
+                        }
+                    }
+                    None => null_key[i] = true,
+                });
                 null_key
             }
             (KeyIndex::Encoded(keys), _) => {
@@ -343,7 +430,15 @@ impl HashProbeOp {
         b: &[u32],
         schema: &SchemaRef,
     ) -> ExecResult<Batch> {
-        let mut columns: Vec<Column> = batch.columns().iter().map(|c| c.take(p)).collect();
+        // Every probe row once, in order (an inner join on a key every row finds): the probe
+        // columns pass through as they are.
+        let identity =
+            p.len() == batch.num_rows() && p.iter().enumerate().all(|(i, &r)| r == i as u32);
+        let mut columns: Vec<Column> = if identity {
+            batch.columns().to_vec()
+        } else {
+            batch.columns().iter().map(|c| c.take(p)).collect()
+        };
         columns.extend(self.table.build.columns().iter().map(|c| c.take(b)));
         Ok(Batch::try_new(schema.clone(), columns, p.len())?)
     }
@@ -447,5 +542,99 @@ impl Operator for HashProbeOp {
             }
         }
         self.assemble(&batch, &p, &b, &self.schema)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use morsel_storage::{DataType, Field, Schema};
+
+    use super::*;
+    use crate::test_rng::Rng;
+
+    fn batch(keys: &[Option<i64>]) -> Batch {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
+        let col = Column::Int64(PrimitiveColumn::from_options(keys.iter().copied()));
+        Batch::try_new(schema, vec![col], keys.len()).expect("batch")
+    }
+
+    /// The (probe row, build row) pairs of an inner join, probe order then build order.
+    fn pairs(build: &[Option<i64>], probe: &[Option<i64>]) -> (String, Vec<(u32, u32)>) {
+        let table = JoinTable::new(batch(build), &[PhysExpr::Column(0)]).expect("table");
+        let kind = table.index_kind();
+        let schema = batch(probe).schema().clone();
+        let op = HashProbeOp {
+            table: Arc::new(table),
+            probe_keys: vec![PhysExpr::Column(0)],
+            kind: JoinKind::Inner,
+            filter: None,
+            pair_schema: schema.clone(),
+            schema,
+            matched: None,
+        };
+        let c = op.candidates(&batch(probe)).expect("probe");
+        (kind, c.probe.into_iter().zip(c.build).collect())
+    }
+
+    fn nested_loop(build: &[Option<i64>], probe: &[Option<i64>]) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for (i, p) in probe.iter().enumerate() {
+            for (r, b) in build.iter().enumerate() {
+                if p.is_some() && p == b {
+                    out.push((i as u32, r as u32));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn integer_keys_match_a_nested_loop_whether_indexed_by_value_or_hashed() {
+        let mut r = Rng(11);
+        // (spread between distinct values, offset): small spreads index by value, large
+        // ones hash; negative offsets and probe values outside the range are included.
+        for (spread, offset) in [(1i64, 0i64), (3, -500), (1 << 40, 7), (1, i64::MIN / 2)] {
+            for unique in [true, false] {
+                let n = 300;
+                let mut build: Vec<Option<i64>> = (0..n)
+                    .map(|i| {
+                        let v = if unique { i } else { r.below(100) as i64 };
+                        (r.below(10) != 0).then_some(offset + v * spread)
+                    })
+                    .collect();
+                if unique {
+                    build.retain(Option::is_some);
+                }
+                let probe: Vec<Option<i64>> = (0..500)
+                    .map(|_| {
+                        let v = r.below(n as u64 + 50) as i64 - 20;
+                        (r.below(10) != 0).then_some(offset + v * spread)
+                    })
+                    .collect();
+                let (kind, got) = pairs(&build, &probe);
+                let want_kind = if spread < 1 << 20 {
+                    "indexed by value"
+                } else {
+                    "hashed"
+                };
+                assert!(kind.starts_with(want_kind), "{kind} for spread {spread}");
+                assert_eq!(
+                    got,
+                    nested_loop(&build, &probe),
+                    "spread {spread} unique {unique}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn extreme_integer_keys_do_not_overflow_the_range() {
+        let build = [Some(i64::MIN), Some(i64::MAX), None, Some(0)];
+        let probe = [Some(i64::MAX), Some(0), Some(i64::MIN), None, Some(1)];
+        let (kind, got) = pairs(&build, &probe);
+        assert!(kind.starts_with("hashed"), "{kind}");
+        assert_eq!(got, nested_loop(&build, &probe));
     }
 }
