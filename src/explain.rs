@@ -622,11 +622,15 @@ fn scan_lines(t: &mut String, m: &ScanMetrics, kept: u64) {
         t,
         &format!(
             "    {} records read{filter}; I/O {} and record boundaries {} (one worker at a \
-             time), tokenize {}, parse {}",
+             time), tokenize {}{}, parse {}",
             count(m.rows_read as f64),
             time(m.io_ns),
             time(m.split_ns),
             time(m.tokenize_ns),
+            match m.record_by_record_blocks {
+                0 => String::new(),
+                n => format!(" ({n} blocks record by record)"),
+            },
             time(m.decode_ns.saturating_sub(m.filter_ns.unwrap_or(0)))
         ),
         6,
@@ -635,7 +639,8 @@ fn scan_lines(t: &mut String, m: &ScanMetrics, kept: u64) {
 
 /// The profile as JSON. Schema (stable): `{threads, wall_ms, cpu_ms, optimize_ms,
 /// result_rows, pipelines: [{source, wall_ms, merge_ms, morsels, morsels_per_worker: [..],
-/// scan: null | {rows_read, io_ms, split_ms, tokenize_ms, parse_ms, filter_ms|null},
+/// scan: null | {rows_read, io_ms, split_ms, tokenize_ms, parse_ms, filter_ms|null,
+/// record_by_record_blocks},
 /// stages: [{name, estimated_rows|null, rows, batches, bytes, cpu_ms, cpu_ms_per_worker:
 /// [..], memory_bytes, details: [..]}]}], hints: [..]}`.
 fn profile_json(p: &QueryProfile) -> String {
@@ -664,13 +669,14 @@ fn profile_json(p: &QueryProfile) -> String {
             pl.morsels,
             per.join(", "),
             pl.scan.as_ref().map_or("null".to_string(), |m| format!(
-                "{{\"rows_read\": {}, \"io_ms\": {}, \"split_ms\": {}, \"tokenize_ms\": {}, \"parse_ms\": {}, \"filter_ms\": {}}}",
+                "{{\"rows_read\": {}, \"io_ms\": {}, \"split_ms\": {}, \"tokenize_ms\": {}, \"parse_ms\": {}, \"filter_ms\": {}, \"record_by_record_blocks\": {}}}",
                 m.rows_read,
                 ms(m.io_ns),
                 ms(m.split_ns),
                 ms(m.tokenize_ns),
                 ms(m.decode_ns.saturating_sub(m.filter_ns.unwrap_or(0))),
-                m.filter_ns.map_or("null".to_string(), ms)
+                m.filter_ns.map_or("null".to_string(), ms),
+                m.record_by_record_blocks
             ))
         );
         for (j, s) in pl.stages.iter().enumerate() {

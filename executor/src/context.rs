@@ -80,6 +80,9 @@ pub struct ScanMetrics {
     pub tokenize_ns: u64,
     /// Parsing fields into columns (including the pushed filter), summed over workers.
     pub decode_ns: u64,
+    /// Blocks the record-by-record tokenizer read (quotes around line feeds, ragged
+    /// records, comment lines, errors); the others were tokenized at once.
+    pub record_by_record_blocks: u64,
     /// Evaluating the pushed filter while decoding, when there is one.
     pub filter_ns: Option<u64>,
 }

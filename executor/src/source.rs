@@ -122,6 +122,7 @@ pub struct CsvSource {
     split_ns: AtomicU64,
     tokenize_ns: AtomicU64,
     decode_ns: AtomicU64,
+    record_by_record_blocks: AtomicU64,
 }
 
 struct CsvCursor {
@@ -160,6 +161,7 @@ impl CsvSource {
             io_ns: AtomicU64::new(0),
             split_ns: AtomicU64::new(0),
             tokenize_ns: AtomicU64::new(0),
+            record_by_record_blocks: AtomicU64::new(0),
             decode_ns: AtomicU64::new(0),
         })
     }
@@ -179,6 +181,8 @@ impl CsvSource {
             .fetch_add(decoded.tokenize_ns, Ordering::Relaxed);
         self.decode_ns
             .fetch_add(decoded.decode_ns, Ordering::Relaxed);
+        self.record_by_record_blocks
+            .fetch_add(u64::from(decoded.record_by_record), Ordering::Relaxed);
         Ok(decoded)
     }
 
@@ -237,6 +241,7 @@ impl Source for CsvSource {
             split_ns: load(&self.split_ns),
             tokenize_ns: load(&self.tokenize_ns),
             decode_ns: load(&self.decode_ns),
+            record_by_record_blocks: load(&self.record_by_record_blocks),
             filter_ns: self.filter.as_ref().map(|f| load(&f.filter_ns)),
         })
     }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::error::{CsvError, CsvErrorKind};
+use super::separators;
 use super::split::Block;
 use super::tokenize::{field_bytes, Dialect, FieldSpan, TokenError, TokenErrorKind, Tokenizer};
 use crate::batch::Batch;
@@ -38,6 +39,8 @@ pub struct DecodedBlock {
     /// Time finding field boundaries, and parsing fields into columns (nanoseconds).
     pub tokenize_ns: u64,
     pub decode_ns: u64,
+    /// The block was tokenized record by record (not at once: see `separators`).
+    pub record_by_record: bool,
 }
 
 /// A filter that [`BlockDecoder::decode_filtered`] evaluates while decoding: it reads the
@@ -81,6 +84,8 @@ const MISSING: FieldSpan = FieldSpan {
 };
 
 struct Tokenized {
+    /// Whether the record-by-record tokenizer read the block.
+    record_by_record: bool,
     spans: Vec<FieldSpan>,
     lines: Vec<u64>,
     skipped: Vec<SkippedRow>,
@@ -149,11 +154,24 @@ impl BlockDecoder {
         let width = self.projection.len();
         let expected = self.file_schema.len();
         let mut out = Tokenized {
+            record_by_record: false,
             spans: Vec::new(),
             lines: Vec::new(),
             skipped: Vec::new(),
             stop: None,
         };
+        if separators::tokenize_block(
+            buf,
+            block.first_line,
+            &self.dialect,
+            &self.projection,
+            expected,
+            &mut out.spans,
+            &mut out.lines,
+        ) {
+            return out;
+        }
+        out.record_by_record = true;
         let mut tok = Tokenizer::new(buf, block.first_line, &self.dialect);
         let mut fields = Vec::with_capacity(expected);
         // Fields after the last projected one are only counted.
@@ -299,6 +317,7 @@ impl BlockDecoder {
             skipped,
             rows_read: rows,
             tokenize_ns,
+            record_by_record: tokenized.record_by_record,
             decode_ns: (started.elapsed().as_nanos() as u64).saturating_sub(tokenize_ns),
         })
     }
@@ -365,6 +384,7 @@ impl BlockDecoder {
             skipped: Vec::new(),
             rows_read: rows,
             tokenize_ns,
+            record_by_record: tokenized.record_by_record,
             decode_ns: (started.elapsed().as_nanos() as u64).saturating_sub(tokenize_ns),
         })
     }

@@ -6,8 +6,10 @@
 //! 2. [`split`] cuts the rest of the input into byte-range blocks that begin at record
 //!    boundaries. Boundaries depend only on the bytes and the block size, never on how many
 //!    workers decode, so a block is a morsel: it can be decoded anywhere, in any order.
-//! 3. [`decode`] tokenizes a block ([`tokenize`]) and parses only the projected columns,
-//!    straight into column builders, reporting malformed input with file, line and column.
+//! 3. [`decode`] tokenizes a block and parses only the projected columns, straight into
+//!    column builders, reporting malformed input with file, line and column. A block of the
+//!    usual shape is tokenized at once ([`separators`]); any other, record by record
+//!    ([`tokenize`]).
 //!
 //! Memory stays bounded by the block size (plus the longest record), not the file size.
 
@@ -18,6 +20,7 @@ mod infer;
 mod input;
 mod options;
 mod reader;
+mod separators;
 mod split;
 mod tokenize;
 mod writer;

@@ -73,10 +73,10 @@ pub struct Tokenizer<'a> {
 
 /// Where a 64-byte chunk holds the delimiter, line feeds and the quote: bit `j` for byte `j`.
 #[derive(Clone, Copy, Default)]
-struct ChunkMasks {
-    delimiter: u64,
-    newline: u64,
-    quote: u64,
+pub(super) struct ChunkMasks {
+    pub(super) delimiter: u64,
+    pub(super) newline: u64,
+    pub(super) quote: u64,
 }
 
 impl ChunkMasks {
@@ -114,7 +114,7 @@ impl FastState {
 
 /// Bit `j` set where an odd number of bits `0..=j` of `x` are set.
 #[inline]
-fn prefix_xor(mut x: u64) -> u64 {
+pub(super) fn prefix_xor(mut x: u64) -> u64 {
     x ^= x << 1;
     x ^= x << 2;
     x ^= x << 4;
@@ -567,7 +567,7 @@ fn doubled_quotes_pair(inner: &[u8], q: u8) -> bool {
 
 /// The delimiter, line-feed and quote masks of a chunk, sixteen bytes per compare.
 #[cfg(target_arch = "x86_64")]
-fn chunk_masks(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks {
+pub(super) fn chunk_masks(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
     };
@@ -596,7 +596,7 @@ fn chunk_masks(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks {
 
 /// The delimiter, line-feed and quote masks of a chunk.
 #[cfg(not(target_arch = "x86_64"))]
-fn chunk_masks(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks {
+pub(super) fn chunk_masks(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks {
     chunk
         .iter()
         .enumerate()

@@ -1,0 +1,467 @@
+//! The block-at-once tokenizer: finds every field separator of a block in one pass over
+//! 64-byte mask words, then reads the spans of only the projected fields of each record by
+//! index, never stepping through the fields in between.
+//!
+//! It handles the common shape of a file: records of the expected width, quoted fields
+//! well-formed (opened right after a separator, closed right before one, inner quotes
+//! doubled), no line feed inside quotes and no comment prefix. On anything else it returns
+//! `false` having produced nothing, and the caller tokenizes the block record by record with
+//! [`super::tokenize::Tokenizer`], which accepts embedded line feeds and reports errors
+//! exactly. The two agree on every block this one accepts (a randomized test checks it).
+
+use std::cell::RefCell;
+
+use memchr::memchr;
+
+use super::tokenize::{chunk_masks, prefix_xor, ChunkMasks, Dialect, FieldSpan};
+
+/// Every separator of a block: byte positions of the delimiters outside quotes and of the
+/// line feeds (plus the block's end when its last record has no line feed), and for each
+/// record the index in `ends` of the separator that ends it.
+#[derive(Default)]
+struct Separators {
+    /// The first `count` entries hold the separators; the rest is room to write into.
+    ends: Vec<u32>,
+    count: usize,
+    records: Vec<u32>,
+    /// Some quoted field holds a doubled quote.
+    doubled: bool,
+}
+
+thread_local! {
+    /// Reused across blocks, so that a worker does not fault in fresh pages per block.
+    static SCRATCH: RefCell<Separators> = RefCell::default();
+}
+
+/// Appends the spans of the `projection` fields of every record of `buf` (row-major) to
+/// `spans` and each record's line to `lines`, skipping blank lines; `false`, with nothing
+/// appended, when the block needs the record-by-record tokenizer (see the module doc).
+pub fn tokenize_block(
+    buf: &[u8],
+    first_line: u64,
+    dialect: &Dialect,
+    projection: &[usize],
+    width: usize,
+    spans: &mut Vec<FieldSpan>,
+    lines: &mut Vec<u64>,
+) -> bool {
+    if dialect.comment.is_some()
+        || buf.len() >= u32::MAX as usize
+        || dialect.delimiter == 0
+        || dialect.quote == Some(0)
+        || projection.iter().any(|&c| c >= width)
+    {
+        return false;
+    }
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        if !find_separators(buf, dialect, &mut s) {
+            return false;
+        }
+        let (spans_len, lines_len) = (spans.len(), lines.len());
+        let ok = read_records(
+            buf, first_line, dialect, projection, width, &s, spans, lines,
+        );
+        if !ok {
+            spans.truncate(spans_len);
+            lines.truncate(lines_len);
+        }
+        ok
+    })
+}
+
+/// Fills `s` from the masks of each 64-byte chunk, checking the quoting as it goes; with
+/// AVX2 and the bit-manipulation instructions where the CPU has them.
+fn find_separators(buf: &[u8], dialect: &Dialect, s: &mut Separators) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("bmi1") && has!("popcnt") {
+            // SAFETY: the features `find_separators_avx2` is compiled for were detected on
+            // this CPU just above.
+            return unsafe { find_separators_avx2(buf, dialect, s) };
+        }
+    }
+    scan(buf, dialect, s, chunk_masks)
+}
+
+/// [`scan`] compiled for AVX2, BMI1 and POPCNT (the bit loops' count and trailing-zero
+/// operations become single instructions).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,popcnt")]
+fn find_separators_avx2(buf: &[u8], dialect: &Dialect, s: &mut Separators) -> bool {
+    scan(buf, dialect, s, chunk_masks)
+}
+
+/// The scan itself, over chunk masks computed by `masks`.
+#[inline(always)]
+fn scan(
+    buf: &[u8],
+    dialect: &Dialect,
+    s: &mut Separators,
+    masks: impl Fn(&[u8; 64], u8, Option<u8>) -> ChunkMasks,
+) -> bool {
+    s.records.clear();
+    s.count = 0;
+    s.doubled = false;
+    s.records.reserve(buf.len() / 64 + 16);
+    // Separators found so far (`s.ends` past them is spare room).
+    let mut n = 0;
+    let (d, q) = (dialect.delimiter, dialect.quote);
+    // Whether the byte before the chunk lies inside quotes; whether it may precede an
+    // opening quote (a separator, a closing quote, or the block's start); whether it is a
+    // closing quote.
+    let mut inside = false;
+    let mut before_open = true;
+    let mut after_close = false;
+    let mut base = 0;
+    while base < buf.len() {
+        let live = buf.len() - base;
+        let mut m = match buf.get(base..base + 64) {
+            Some(chunk) => masks(chunk.try_into().expect("64 bytes"), d, q),
+            None => {
+                let mut padded = [0u8; 64];
+                padded[..live].copy_from_slice(&buf[base..]);
+                masks(&padded, d, q)
+            }
+        };
+        if q.is_none() {
+            m.quote = 0;
+        }
+        let ChunkMasks {
+            delimiter,
+            newline,
+            quote,
+        } = m;
+        let in_quotes = prefix_xor(quote) ^ if inside { u64::MAX } else { 0 };
+        let open = quote & in_quotes;
+        let close = quote & !in_quotes;
+        if newline & in_quotes != 0 {
+            return false;
+        }
+        let may_open = ((delimiter | newline | close) << 1) | u64::from(before_open);
+        if open & !may_open != 0 {
+            return false;
+        }
+        let after = (close << 1) | u64::from(after_close);
+        s.doubled |= after & open != 0;
+        let live_bits = if live >= 64 {
+            u64::MAX
+        } else {
+            (1 << live) - 1
+        };
+        let mut odd = after & !(delimiter | newline | open) & live_bits;
+        while odd != 0 {
+            // Only a CR that ends the line (or the file) may follow a closing quote.
+            let at = base + odd.trailing_zeros() as usize;
+            if buf[at] != b'\r' || buf.get(at + 1).is_some_and(|&b| b != b'\n') {
+                return false;
+            }
+            odd &= odd - 1;
+        }
+        let seps = (delimiter & !in_quotes) | newline;
+        let first = n as u32;
+        let mut lf = newline;
+        while lf != 0 {
+            let below = (1u64 << lf.trailing_zeros()) - 1;
+            s.records.push(first + (seps & below).count_ones());
+            lf &= lf - 1;
+        }
+        write_positions(&mut s.ends, &mut n, base as u32, seps);
+        inside = in_quotes >> 63 != 0;
+        before_open = (delimiter | newline | close) >> 63 != 0;
+        after_close = close >> 63 != 0;
+        base += 64;
+    }
+    if inside {
+        return false;
+    }
+    if buf.last().is_some_and(|&b| b != b'\n') {
+        // The last record runs to the end of the block (the end of the file).
+        if s.ends.len() <= n {
+            s.ends.resize(n + 1, 0);
+        }
+        s.records.push(n as u32);
+        s.ends[n] = buf.len() as u32;
+        n += 1;
+    }
+    s.count = n;
+    true
+}
+
+/// Writes `base + j` for each set bit `j` of `bits` at `ends[*n..]` and advances `*n`, four
+/// at a time: the writes past the last bit land in spare room (`ends` is kept at least 64
+/// longer than what it holds), so the loop has no per-bit branch on the count.
+#[inline(always)]
+fn write_positions(ends: &mut Vec<u32>, n: &mut usize, base: u32, mut bits: u64) {
+    if ends.len() < *n + 64 {
+        ends.resize((*n + 64) * 2, 0);
+    }
+    let count = bits.count_ones() as usize;
+    let out: &mut [u32; 64] = (&mut ends[*n..*n + 64]).try_into().expect("64 slots");
+    let mut k = 0;
+    while bits != 0 && k < 64 {
+        for slot in &mut out[k..k + 4] {
+            *slot = base + bits.trailing_zeros();
+            bits &= bits.wrapping_sub(1);
+        }
+        k += 4;
+    }
+    *n += count;
+}
+
+/// Reads the projected spans of each record from the separators; `false` on a record whose
+/// width differs from `width` (short and long records are the record-by-record path's).
+#[allow(clippy::too_many_arguments)]
+fn read_records(
+    buf: &[u8],
+    first_line: u64,
+    dialect: &Dialect,
+    projection: &[usize],
+    width: usize,
+    s: &Separators,
+    spans: &mut Vec<FieldSpan>,
+    lines: &mut Vec<u64>,
+) -> bool {
+    let q = dialect.quote;
+    let ends = &s.ends[..s.count];
+    lines.reserve(s.records.len());
+    spans.reserve(s.records.len() * projection.len());
+    let mut start = 0usize;
+    let mut first = 0usize;
+    for (r, &last) in s.records.iter().enumerate() {
+        let last = last as usize;
+        let record_end = ends[last] as usize;
+        let fields = last + 1 - first;
+        // A blank line: nothing, or a CR, before a line feed (a lone CR at the end of the
+        // file is a record with one empty field, as the record-by-record path reads it).
+        let line_feed = record_end < buf.len();
+        let blank = fields == 1
+            && line_feed
+            && (record_end == start || (record_end == start + 1 && buf[start] == b'\r'));
+        if !blank {
+            if fields != width {
+                return false;
+            }
+            for &c in projection {
+                let from = if c == 0 {
+                    start
+                } else {
+                    ends[first + c - 1] as usize + 1
+                };
+                let mut to = ends[first + c] as usize;
+                // A CR before the line feed (or the end of the file) ends the line too.
+                if c + 1 == width && to > from && buf[to - 1] == b'\r' {
+                    to -= 1;
+                }
+                let span = match q {
+                    Some(q) if to > from && buf[from] == q => {
+                        if to < from + 2 || buf[to - 1] != q {
+                            return false;
+                        }
+                        let inner = &buf[from + 1..to - 1];
+                        FieldSpan {
+                            start: from as u32 + 1,
+                            end: to as u32 - 1,
+                            quoted: true,
+                            escaped: s.doubled && memchr(q, inner).is_some(),
+                        }
+                    }
+                    _ => FieldSpan {
+                        start: from as u32,
+                        end: to as u32,
+                        quoted: false,
+                        escaped: false,
+                    },
+                };
+                spans.push(span);
+            }
+            lines.push(first_line + r as u64);
+        }
+        start = record_end + 1;
+        first = last + 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tokenize::Tokenizer;
+    use super::*;
+
+    /// xorshift64*, fixed seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+    }
+
+    fn dialect() -> Dialect {
+        Dialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            comment: None,
+        }
+    }
+
+    /// The record-by-record tokenizer's spans and lines for the same projection, or `None`
+    /// when it meets an error or a record of another width.
+    fn reference(
+        buf: &[u8],
+        projection: &[usize],
+        width: usize,
+    ) -> Option<(Vec<FieldSpan>, Vec<u64>)> {
+        let d = dialect();
+        let mut t = Tokenizer::new(buf, 7, &d);
+        let (mut fields, mut spans, mut lines) = (Vec::new(), Vec::new(), Vec::new());
+        while let Some(r) = t.next_record(&mut fields).ok()? {
+            if r.fields != width {
+                return None;
+            }
+            spans.extend(projection.iter().map(|&c| fields[c]));
+            lines.push(r.line);
+        }
+        Some((spans, lines))
+    }
+
+    fn random_field(r: &mut Rng) -> String {
+        match r.below(12) {
+            0 => String::new(),
+            1 => "\"\"".into(),
+            2 => "\"a,b\"".into(),
+            3 => "\"say \"\"hi\"\"\"".into(),
+            4 => "\"\"\"\"".into(),
+            // Rarely malformed: a stray quote, text after a closing quote, a line feed
+            // inside quotes.
+            5 if r.below(200) == 0 => "ab\"c".into(),
+            6 if r.below(200) == 0 => "\"ab\"c".into(),
+            7 if r.below(200) == 0 => "\"a\nb\"".into(),
+            _ => (0..r.below(40))
+                .map(|_| (b'a' + r.below(26) as u8) as char)
+                .collect(),
+        }
+    }
+
+    fn random_block(r: &mut Rng, width: usize) -> String {
+        let mut out = String::new();
+        for _ in 0..r.below(60) {
+            match r.below(30) {
+                0 => out.push('\n'),
+                1 => out.push_str("\r\n"),
+                _ => {
+                    // Rarely a record of another width.
+                    let w = if r.below(400) == 0 { width + 1 } else { width };
+                    let fields: Vec<String> = (0..w).map(|_| random_field(r)).collect();
+                    out.push_str(&fields.join(","));
+                    out.push_str(if r.below(4) == 0 { "\r\n" } else { "\n" });
+                }
+            }
+        }
+        match r.below(4) {
+            0 => {
+                out.pop();
+            }
+            1 => out.push('\r'),
+            _ => {}
+        }
+        out
+    }
+
+    #[test]
+    fn agrees_with_the_record_by_record_tokenizer_or_declines() {
+        let mut r = Rng(0x5EED);
+        let (mut taken, mut declined) = (0, 0);
+        for _ in 0..3000 {
+            let width = 1 + r.below(5) as usize;
+            let buf = random_block(&mut r, width);
+            let projection: Vec<usize> = (0..width).filter(|_| r.below(2) == 0).collect();
+            let (mut spans, mut lines) = (vec![], vec![]);
+            let took = tokenize_block(
+                buf.as_bytes(),
+                7,
+                &dialect(),
+                &projection,
+                width,
+                &mut spans,
+                &mut lines,
+            );
+            let want = reference(buf.as_bytes(), &projection, width);
+            if took {
+                taken += 1;
+                assert_eq!(Some((spans, lines)), want, "{buf:?} {projection:?}");
+            } else {
+                declined += 1;
+                assert!(spans.is_empty() && lines.is_empty());
+                // Declining is for blocks the record-by-record path must read; a clean
+                // block (no line feed in quotes) of the expected width is never declined.
+                if !buf.contains("\"a\nb\"") {
+                    assert!(want.is_none(), "declined a clean block: {buf:?}");
+                }
+            }
+        }
+        assert!(
+            taken > 1000 && declined > 100,
+            "taken {taken}, declined {declined}"
+        );
+    }
+
+    #[test]
+    fn a_comment_prefix_or_ragged_records_leave_the_block_to_the_tokenizer() {
+        let (mut spans, mut lines) = (vec![], vec![]);
+        let mut d = dialect();
+        assert!(tokenize_block(
+            b"a,b\n",
+            1,
+            &d,
+            &[1],
+            2,
+            &mut spans,
+            &mut lines
+        ));
+        assert_eq!(lines, vec![1]);
+        assert_eq!((spans[0].start, spans[0].end), (2, 3));
+        assert!(!tokenize_block(
+            b"a,b\nc\n",
+            1,
+            &d,
+            &[1],
+            2,
+            &mut spans,
+            &mut lines
+        ));
+        assert_eq!(lines, vec![1], "nothing appended when declining");
+        // Quotes that pair up but are misplaced: the delimiter between them must not be
+        // taken for part of a field.
+        for bad in [
+            &b"ab\"c,x\",y\n"[..],
+            b"\"ab\"c,d\n",
+            b"a,\"b\n",
+            b"\"a\"\rb,c\n",
+        ] {
+            assert!(!tokenize_block(
+                bad,
+                1,
+                &d,
+                &[0, 1],
+                2,
+                &mut spans,
+                &mut lines
+            ));
+        }
+        d.comment = Some(b"#".to_vec());
+        assert!(!tokenize_block(
+            b"a,b\n",
+            1,
+            &d,
+            &[1],
+            2,
+            &mut spans,
+            &mut lines
+        ));
+    }
+}
