@@ -5,7 +5,7 @@
 
 pub const MICROS_PER_DAY: i64 = 86_400_000_000;
 
-fn is_leap(y: i64) -> bool {
+const fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
 
@@ -19,7 +19,7 @@ pub fn days_in_month(y: i64, m: u32) -> u32 {
 }
 
 /// Days since 1970-01-01 of a civil date (era-based algorithm, valid for all i32 years).
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub const fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -50,18 +50,58 @@ fn digits(b: &[u8]) -> Option<u32> {
     Some(b.iter().fold(0u32, |acc, d| acc * 10 + (d - b'0') as u32))
 }
 
+/// The first year of [`YEAR_STARTS`].
+const TABLE_FIRST_YEAR: u32 = 1900;
+
+/// Days since the epoch of January 1st of the years 1900..2156, where nearly every date in
+/// data falls: a lookup instead of the calendar arithmetic when parsing.
+static YEAR_STARTS: [i32; 256] = {
+    let mut t = [0i32; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = days_from_civil(TABLE_FIRST_YEAR as i64 + i as i64, 1, 1) as i32;
+        i += 1;
+    }
+    t
+};
+
+/// Days before the first of each month in a common year.
+const DAYS_BEFORE_MONTH: [u16; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+
 /// Parses `YYYY-MM-DD` into days since the epoch.
+#[inline]
 pub fn parse_date(s: &[u8]) -> Option<i32> {
-    if s.len() != 10 || s[4] != b'-' || s[7] != b'-' {
+    let s: &[u8; 10] = s.try_into().ok()?;
+    if s[4] != b'-' || s[7] != b'-' {
         return None;
     }
-    let y = digits(&s[0..4])? as i64;
-    let m = digits(&s[5..7])?;
-    let d = digits(&s[8..10])?;
-    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+    let digit = |i: usize| u32::from(s[i].wrapping_sub(b'0'));
+    let ds = [
+        digit(0),
+        digit(1),
+        digit(2),
+        digit(3),
+        digit(5),
+        digit(6),
+        digit(8),
+        digit(9),
+    ];
+    if ds.iter().any(|&d| d > 9) {
         return None;
     }
-    i32::try_from(days_from_civil(y, m, d)).ok()
+    let y = ds[0] * 1000 + ds[1] * 100 + ds[2] * 10 + ds[3];
+    let m = ds[4] * 10 + ds[5];
+    let d = ds[6] * 10 + ds[7];
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(i64::from(y), m) {
+        return None;
+    }
+    match YEAR_STARTS.get(y.wrapping_sub(TABLE_FIRST_YEAR) as usize) {
+        Some(&start) => {
+            let leap_day = i32::from(m > 2 && is_leap(i64::from(y)));
+            Some(start + i32::from(DAYS_BEFORE_MONTH[m as usize - 1]) + leap_day + d as i32 - 1)
+        }
+        None => i32::try_from(days_from_civil(i64::from(y), m, d)).ok(),
+    }
 }
 
 /// Parses `YYYY-MM-DD[( |T)HH:MM:SS[.f{1,9}]]` into microseconds since the epoch.
@@ -256,6 +296,22 @@ impl DatePart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parsed_dates_match_the_calendar_arithmetic_in_and_out_of_the_year_table() {
+        for day in days_from_civil(1, 1, 1)..=days_from_civil(9999, 12, 31) {
+            let (y, m, d) = civil_from_days(day);
+            let text = format!("{y:04}-{m:02}-{d:02}");
+            assert_eq!(parse_date(text.as_bytes()), Some(day as i32), "{text}");
+        }
+        for bad in [
+            "1999-02-29", "2000-02-30", "1900-02-29", "2023-13-01", "2023-00-10", "2023-01-00",
+            "2023-1-01", "2023/01/01", "2023-01-0a", " 2023-01-01", "+023-01-01", "2023-04-31",
+        ] {
+            assert_eq!(parse_date(bad.as_bytes()), None, "{bad}");
+        }
+        assert_eq!(parse_date(b"2000-02-29"), Some(days_from_civil(2000, 2, 29) as i32));
+    }
 
     #[test]
     fn round_trips_dates() {
