@@ -16,9 +16,9 @@ use std::sync::Arc;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 use morsel_planner::JoinKind;
-use morsel_storage::{Batch, BooleanColumn, Column, NativeType, PrimitiveColumn, SchemaRef};
+use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
 
-use super::keys::{hash_key, KeyInterner, RowKeys};
+use super::keys::{for_each_int, hash_key, is_int_column, KeyInterner, RowKeys};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
@@ -135,41 +135,6 @@ impl KeyIndex {
                 format!("indexed by value (an array of {} slots)", slots.len())
             }
         }
-    }
-}
-
-/// Whether `c` holds integer-like values (integers, dates, timestamps).
-fn is_int_column(c: &Column) -> bool {
-    matches!(
-        c,
-        Column::Int32(_) | Column::Date32(_) | Column::Int64(_) | Column::Timestamp(_)
-    )
-}
-
-/// Calls `f(row, value)` for every row of an integer-like column, widened to i64 (`None`
-/// for NULL); does nothing for other columns.
-#[inline]
-fn for_each_int(c: &Column, mut f: impl FnMut(usize, Option<i64>)) {
-    fn each<T>(x: &PrimitiveColumn<T>, f: &mut impl FnMut(usize, Option<i64>))
-    where
-        T: NativeType + Into<i64>,
-    {
-        let values = x.values();
-        match x.validity() {
-            None => values
-                .iter()
-                .enumerate()
-                .for_each(|(i, &v)| f(i, Some(v.into()))),
-            Some(valid) => values
-                .iter()
-                .enumerate()
-                .for_each(|(i, &v)| f(i, valid.get(i).then(|| v.into()))),
-        }
-    }
-    match c {
-        Column::Int32(x) | Column::Date32(x) => each(x, &mut f),
-        Column::Int64(x) | Column::Timestamp(x) => each(x, &mut f),
-        _ => {}
     }
 }
 
@@ -549,7 +514,7 @@ impl Operator for HashProbeOp {
 mod tests {
     use std::sync::Arc;
 
-    use morsel_storage::{DataType, Field, Schema};
+    use morsel_storage::{DataType, Field, PrimitiveColumn, Schema};
 
     use super::*;
     use crate::test_rng::Rng;

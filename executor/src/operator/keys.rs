@@ -10,7 +10,7 @@ use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
-use morsel_storage::{Column, ColumnBuilder, DataType};
+use morsel_storage::{Column, ColumnBuilder, DataType, NativeType, PrimitiveColumn};
 
 use crate::error::{ExecError, ExecResult};
 
@@ -32,62 +32,69 @@ pub struct RowKeys {
 
 impl RowKeys {
     pub fn encode(cols: &[Column], rows: usize) -> RowKeys {
-        let mut lens = vec![0usize; rows];
+        // Each key's length first (one pass per column, the type matched once per column).
+        let mut offsets = vec![0usize; rows + 1];
         let mut has_null = vec![false; rows];
         for c in cols {
-            for (i, len) in lens.iter_mut().enumerate() {
-                *len += 1;
-                if !c.is_valid(i) {
-                    has_null[i] = true;
-                    continue;
+            let lens = &mut offsets[1..];
+            match (c, fixed_width(c)) {
+                (Column::Utf8(s), _) => {
+                    for (i, len) in lens.iter_mut().enumerate() {
+                        let valid = s.is_valid(i);
+                        has_null[i] |= !valid;
+                        *len += 1 + if valid { 4 + s.value_bytes(i).len() } else { 0 };
+                    }
                 }
-                *len += match c {
-                    Column::Boolean(_) => 1,
-                    Column::Int32(_) | Column::Date32(_) => 4,
-                    Column::Int64(_) | Column::Timestamp(_) | Column::Float64(_) => 8,
-                    Column::Utf8(s) => 4 + s.value_bytes(i).len(),
-                };
+                (_, width) => match c.validity() {
+                    None => lens.iter_mut().for_each(|len| *len += 1 + width),
+                    Some(v) => {
+                        for (i, len) in lens.iter_mut().enumerate() {
+                            let valid = v.get(i);
+                            has_null[i] |= !valid;
+                            *len += 1 + usize::from(valid) * width;
+                        }
+                    }
+                },
             }
         }
-        let mut offsets = Vec::with_capacity(rows + 1);
-        offsets.push(0);
-        for l in &lens {
-            offsets.push(offsets.last().copied().unwrap_or(0) + l);
+        for i in 0..rows {
+            offsets[i + 1] += offsets[i];
         }
         let mut bytes = vec![0u8; offsets[rows]];
         let mut pos: Vec<usize> = offsets[..rows].to_vec();
         for c in cols {
-            for (i, p) in pos.iter_mut().enumerate() {
-                if !c.is_valid(i) {
-                    bytes[*p] = 0;
-                    *p += 1;
-                    continue;
-                }
-                bytes[*p] = 1;
-                *p += 1;
-                let mut put = |b: &[u8]| {
-                    bytes[*p..*p + b.len()].copy_from_slice(b);
-                    *p += b.len();
-                };
-                match c {
-                    Column::Boolean(b) => put(&[b.values().get(i) as u8]),
-                    Column::Int32(x) | Column::Date32(x) => put(&x.values()[i].to_le_bytes()),
-                    Column::Int64(x) | Column::Timestamp(x) => put(&x.values()[i].to_le_bytes()),
-                    Column::Float64(x) => {
-                        let v = x.values()[i];
-                        let v = if v == 0.0 {
-                            0.0
-                        } else if v.is_nan() {
-                            f64::NAN
-                        } else {
-                            v
-                        };
-                        put(&v.to_bits().to_le_bytes())
+            match c {
+                Column::Boolean(b) => {
+                    for (i, p) in pos.iter_mut().enumerate() {
+                        *p += put(&mut bytes[*p..], b.get(i).map(|v| [v as u8]));
                     }
-                    Column::Utf8(s) => {
+                }
+                Column::Int32(x) | Column::Date32(x) => {
+                    put_all(&mut bytes, &mut pos, x, |v| v.to_le_bytes())
+                }
+                Column::Int64(x) | Column::Timestamp(x) => {
+                    put_all(&mut bytes, &mut pos, x, |v| v.to_le_bytes())
+                }
+                Column::Float64(x) => put_all(&mut bytes, &mut pos, x, |v| {
+                    let v = if v == 0.0 {
+                        0.0
+                    } else if v.is_nan() {
+                        f64::NAN
+                    } else {
+                        v
+                    };
+                    v.to_bits().to_le_bytes()
+                }),
+                Column::Utf8(s) => {
+                    for (i, p) in pos.iter_mut().enumerate() {
+                        if !s.is_valid(i) {
+                            *p += put::<0>(&mut bytes[*p..], None);
+                            continue;
+                        }
                         let b = s.value_bytes(i);
-                        put(&(b.len() as u32).to_le_bytes());
-                        put(b);
+                        *p += put(&mut bytes[*p..], Some((b.len() as u32).to_le_bytes()));
+                        bytes[*p..*p + b.len()].copy_from_slice(b);
+                        *p += b.len();
                     }
                 }
             }
@@ -110,6 +117,94 @@ impl RowKeys {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// The encoded width of a fixed-width column's values (0 for text, whose width varies).
+fn fixed_width(c: &Column) -> usize {
+    match c {
+        Column::Boolean(_) => 1,
+        Column::Int32(_) | Column::Date32(_) => 4,
+        Column::Int64(_) | Column::Timestamp(_) | Column::Float64(_) => 8,
+        Column::Utf8(_) => 0,
+    }
+}
+
+/// Writes one encoded value (tag, then the bytes; the tag alone for NULL) at the start of
+/// `out`; returns how many bytes it wrote.
+#[inline(always)]
+fn put<const N: usize>(out: &mut [u8], value: Option<[u8; N]>) -> usize {
+    match value {
+        None => {
+            out[0] = 0;
+            1
+        }
+        Some(v) => {
+            out[0] = 1;
+            out[1..=N].copy_from_slice(&v);
+            1 + N
+        }
+    }
+}
+
+/// Writes every row's value of a fixed-width column at its position, advancing it.
+#[inline(always)]
+fn put_all<T: NativeType, const N: usize>(
+    bytes: &mut [u8],
+    pos: &mut [usize],
+    x: &PrimitiveColumn<T>,
+    encode: impl Fn(T) -> [u8; N],
+) {
+    let values = x.values();
+    for (i, p) in pos.iter_mut().enumerate() {
+        let v = x.is_valid(i).then(|| encode(values[i]));
+        *p += put(&mut bytes[*p..], v);
+    }
+}
+
+/// The encoded key of one integer-like value, as [`RowKeys::encode`] writes it for a
+/// column of type `ty` alone (4 bytes for INTEGER and DATE, 8 for BIGINT and TIMESTAMP).
+pub fn encode_int(v: Option<i64>, ty: DataType, out: &mut [u8; 9]) -> &[u8] {
+    let n = match (v, ty) {
+        (None, _) => put::<0>(out, None),
+        (Some(v), DataType::Int32 | DataType::Date32) => put(out, Some((v as i32).to_le_bytes())),
+        (Some(v), _) => put(out, Some(v.to_le_bytes())),
+    };
+    &out[..n]
+}
+
+/// Whether `c` holds integer-like values (integers, dates, timestamps).
+pub fn is_int_column(c: &Column) -> bool {
+    matches!(
+        c,
+        Column::Int32(_) | Column::Date32(_) | Column::Int64(_) | Column::Timestamp(_)
+    )
+}
+
+/// Calls `f(row, value)` for every row of an integer-like column, widened to i64 (`None`
+/// for NULL); does nothing for other columns.
+#[inline]
+pub fn for_each_int(c: &Column, mut f: impl FnMut(usize, Option<i64>)) {
+    fn each<T>(x: &PrimitiveColumn<T>, f: &mut impl FnMut(usize, Option<i64>))
+    where
+        T: NativeType + Into<i64>,
+    {
+        let values = x.values();
+        match x.validity() {
+            None => values
+                .iter()
+                .enumerate()
+                .for_each(|(i, &v)| f(i, Some(v.into()))),
+            Some(valid) => values
+                .iter()
+                .enumerate()
+                .for_each(|(i, &v)| f(i, valid.get(i).then(|| v.into()))),
+        }
+    }
+    match c {
+        Column::Int32(x) | Column::Date32(x) => each(x, &mut f),
+        Column::Int64(x) | Column::Timestamp(x) => each(x, &mut f),
+        _ => {}
     }
 }
 
