@@ -367,6 +367,40 @@ fn a_table_read_twice_is_decoded_once() {
     assert!(!text.contains("shared"), "{text}");
 }
 
+/// Two reads of one table with different columns (a subquery over some columns, the outer
+/// query over others) decode the table once, with the columns of both, and each read keeps
+/// its own; the answer is the one without sharing.
+#[test]
+fn reads_of_different_columns_share_one_wider_scan() {
+    let s = Session::with_threads(2);
+    s.register_csv("people", "tests/data/people.csv", CsvOptions::default())
+        .expect("registers");
+    let query = "SELECT name, age FROM people WHERE age > (SELECT avg(age) FROM people) \
+                 ORDER BY name";
+    let text = lines(&s, &format!("EXPLAIN ANALYZE {query}")).join("\n");
+    assert_eq!(scans(&text), 1, "{text}");
+    assert_eq!(text.matches("Read shared scan result").count(), 2, "{text}");
+    let shared: Vec<String> = s
+        .execute(query)
+        .expect("runs")
+        .rows()
+        .iter()
+        .map(|r| format!("{} {}", r[0], r[1]))
+        .collect();
+    // The same query over two separately opened sources (nothing to share).
+    let t = Session::with_threads(2);
+    let apart = query.replacen("FROM people", "FROM 'tests/data/people.csv'", 2);
+    let alone: Vec<String> = t
+        .execute(&apart)
+        .expect("runs")
+        .rows()
+        .iter()
+        .map(|r| format!("{} {}", r[0], r[1]))
+        .collect();
+    assert!(!shared.is_empty());
+    assert_eq!(shared, alone);
+}
+
 /// Blocks of the usual shape are tokenized at once; a block with a line feed inside quotes
 /// goes record by record, and only that block. The answers are the same either way.
 #[test]

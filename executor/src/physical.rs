@@ -112,6 +112,38 @@ fn materialized_arc(
     }
 }
 
+/// The columns `scan` reads out of batches of `wide`, a scan of the same rows with more
+/// columns (no copy: the columns are shared).
+fn keep_columns(
+    batches: &[Batch],
+    wide: &morsel_planner::Scan,
+    scan: &morsel_planner::Scan,
+) -> ExecResult<Arc<Vec<Batch>>> {
+    let wide_columns = wide.projection.as_deref().unwrap_or_default();
+    let all: Vec<usize>;
+    let columns = match &scan.projection {
+        Some(p) => p,
+        None => {
+            all = (0..scan.source.schema().len()).collect();
+            &all
+        }
+    };
+    let positions = columns
+        .iter()
+        .map(|c| wide_columns.iter().position(|w| w == c))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| ExecError::Internal("a widened scan lacks a column".into()))?;
+    let schema = storage_schema(&scan.schema);
+    let kept = batches
+        .iter()
+        .map(|b| {
+            let cols = positions.iter().map(|&i| b.column(i).clone()).collect();
+            Ok(Batch::try_new(schema.clone(), cols, b.num_rows())?)
+        })
+        .collect::<ExecResult<Vec<_>>>()?;
+    Ok(Arc::new(kept))
+}
+
 /// Re-labels batches with `schema` (same column types, new names).
 fn relabel(batches: Vec<Batch>, schema: &SchemaRef) -> ExecResult<Vec<Batch>> {
     batches
@@ -202,7 +234,17 @@ fn scan_pipe(
 fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
     Ok(match plan {
         LogicalPlan::Scan(scan) => {
-            // A scan the query reads more than once is decoded once and its rows kept.
+            // A scan the query reads more than once is decoded once and its rows kept; one
+            // that reads other columns of the same rows reads the scan of both's columns.
+            if let Some(wide) = ctx.shared.widened(scan) {
+                let wide_plan = LogicalPlan::Scan(wide.clone());
+                let decode =
+                    || scan_pipe(&wide, &wide_plan, ctx)?.run(ctx, &CollectSink, Some(&wide_plan));
+                if let Some(batches) = ctx.shared.read(&wide_plan, decode) {
+                    let kept = keep_columns(&batches?, &wide, scan)?;
+                    return Ok(materialized_arc("shared scan", kept, &scan.schema, plan));
+                }
+            }
             let decode = || scan_pipe(scan, plan, ctx)?.run(ctx, &CollectSink, Some(plan));
             match ctx.shared.read(plan, decode) {
                 Some(batches) => materialized_arc("shared scan", batches?, &scan.schema, plan),

@@ -5,12 +5,18 @@
 //! reader gets its batches. A result is kept only while a reader is still to come, so a
 //! subplan used once costs nothing extra. Below a LIMIT nothing is shared: a limit stops its
 //! scan early, which a shared, fully decoded scan would not.
+//!
+//! CSV scans that read the same rows but different columns are widened to the union of their
+//! columns, decoded once, and each reader keeps its own columns. A scan estimated to hold
+//! more than [`SHARED_SCAN_BUDGET`] is never shared: each reader streams it, so memory stays
+//! bounded on large files.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use morsel_planner::optimizer::cardinality::estimate_rows;
 use morsel_planner::{ColumnRef, Expr, LogicalPlan, Scan, TableSource};
-use morsel_storage::Batch;
+use morsel_storage::{Batch, DataType};
 
 use crate::error::ExecResult;
 
@@ -19,6 +25,80 @@ use crate::error::ExecResult;
 #[derive(Debug, Default)]
 pub struct SharedResults {
     entries: Mutex<HashMap<String, Entry>>,
+    /// For each set of CSV scans that differ only in their columns (by [`rows_key`]): the
+    /// union of their columns, in source order.
+    widened: HashMap<String, Vec<usize>>,
+}
+
+/// A shared CSV scan keeps its rows until the last reader has them; a scan estimated to
+/// hold more than this (with every column its readers need) is read by each reader instead.
+const SHARED_SCAN_BUDGET: f64 = (1u64 << 30) as f64;
+
+/// The bytes a scan's decoded rows take, by estimate: 8 per value, 24 per text value.
+fn held_bytes(scan: &Scan) -> f64 {
+    let schema = scan.source.schema();
+    let all: Vec<usize>;
+    let columns = match &scan.projection {
+        Some(p) => p,
+        None => {
+            all = (0..schema.len()).collect();
+            &all
+        }
+    };
+    let row: usize = columns
+        .iter()
+        .map(|&c| match schema.field(c).data_type {
+            DataType::Utf8 => 24,
+            _ => 8,
+        })
+        .sum();
+    // Unfiltered: the filters change which rows are kept, not how many are decoded first.
+    let unfiltered = Scan {
+        filters: Vec::new(),
+        ..scan.clone()
+    };
+    estimate_rows(&LogicalPlan::Scan(unfiltered)) * row as f64
+}
+
+/// What a scan's rows depend on, whatever columns it keeps: its key with every column.
+fn rows_key(scan: &Scan) -> String {
+    let all = Scan {
+        projection: None,
+        schema: Scan::new(&scan.table, &scan.alias, scan.source.clone()).schema,
+        ..scan.clone()
+    };
+    SharedResults::key(&LogicalPlan::Scan(all))
+}
+
+/// The column sets of CSV scans that read the same rows with different columns.
+fn widen_scans(plan: &LogicalPlan) -> HashMap<String, Vec<usize>> {
+    let mut projections: HashMap<String, Vec<Vec<usize>>> = HashMap::new();
+    visit_shareable(plan, false, &mut |p| {
+        if let LogicalPlan::Scan(s) = p {
+            let columns = s
+                .projection
+                .clone()
+                .unwrap_or_else(|| (0..s.source.schema().len()).collect());
+            projections.entry(rows_key(s)).or_default().push(columns);
+        }
+        true
+    });
+    projections
+        .into_iter()
+        .filter(|(_, sets)| sets.iter().any(|c| *c != sets[0]))
+        .map(|(key, sets)| {
+            let mut union: Vec<usize> = sets.into_iter().flatten().collect();
+            union.sort_unstable();
+            union.dedup();
+            (key, union)
+        })
+        .collect()
+}
+
+/// `scan` widened to its set's columns, when it belongs to a set and lacks some of them.
+fn widen(widened: &HashMap<String, Vec<usize>>, scan: &Scan) -> Option<Scan> {
+    let union = widened.get(&rows_key(scan))?;
+    (scan.projection.as_ref() != Some(union)).then(|| scan.clone().with_projection(union.clone()))
 }
 
 #[derive(Debug)]
@@ -31,8 +111,22 @@ struct Entry {
 impl SharedResults {
     /// Finds the aggregates and CSV scans `plan` holds more than once.
     pub fn for_plan(plan: &LogicalPlan) -> Self {
+        let widened = widen_scans(plan);
         let mut counts: HashMap<String, usize> = HashMap::new();
-        count(plan, &mut counts, false);
+        // Below a repeat nothing is counted: a repeat is read from the first copy's result
+        // and its inputs never run.
+        visit_shareable(plan, false, &mut |p| {
+            let key = match p {
+                LogicalPlan::Scan(s) => match widen(&widened, s) {
+                    Some(wide) => Self::key(&LogicalPlan::Scan(wide)),
+                    None => Self::key(p),
+                },
+                _ => Self::key(p),
+            };
+            let seen = counts.entry(key).or_default();
+            *seen += 1;
+            *seen == 1
+        });
         let entries = counts
             .into_iter()
             .filter(|(_, n)| *n > 1)
@@ -48,7 +142,15 @@ impl SharedResults {
             .collect();
         Self {
             entries: Mutex::new(entries),
+            widened,
         }
+    }
+
+    /// For a CSV scan that reads the same rows as another scan of the query but other
+    /// columns: the scan of all the columns either reads, which runs once for both (the
+    /// caller then keeps its own columns). `None` for any other scan.
+    pub fn widened(&self, scan: &Scan) -> Option<Scan> {
+        widen(&self.widened, scan)
     }
 
     /// The subplan's identity: its text, and the addresses of the sources it reads (two
@@ -125,38 +227,41 @@ impl SharedResults {
     }
 }
 
-/// Counts aggregate and CSV scan subplans; below a repeat nothing is counted, since a repeat
-/// is read from the first copy's result and its inputs never run. `streams_to_limit`: the
-/// rows flow to a LIMIT without a pipeline breaker between, so a scan here may stop early
-/// and is not shared.
-fn count(plan: &LogicalPlan, counts: &mut HashMap<String, usize>, streams_to_limit: bool) {
+/// Visits the aggregate and CSV scan subplans that may be shared, descending below one only
+/// when `visit` says so. `streams_to_limit`: the rows flow to a LIMIT without a pipeline
+/// breaker between, so a scan here may stop early and is not shared.
+fn visit_shareable(
+    plan: &LogicalPlan,
+    streams_to_limit: bool,
+    visit: &mut impl FnMut(&LogicalPlan) -> bool,
+) {
     let shareable = match plan {
         LogicalPlan::Aggregate { .. } => true,
-        LogicalPlan::Scan(s) => matches!(s.source, TableSource::Csv(_)) && !streams_to_limit,
+        LogicalPlan::Scan(s) => {
+            matches!(s.source, TableSource::Csv(_))
+                && !streams_to_limit
+                && held_bytes(s) <= SHARED_SCAN_BUDGET
+        }
         _ => false,
     };
-    if shareable {
-        let seen = counts.entry(SharedResults::key(plan)).or_default();
-        *seen += 1;
-        if *seen > 1 {
-            return;
-        }
+    if shareable && !visit(plan) {
+        return;
     }
     match plan {
-        LogicalPlan::Limit { input, .. } => count(input, counts, true),
+        LogicalPlan::Limit { input, .. } => visit_shareable(input, true, visit),
         // Breakers: their inputs run to the end whatever is above.
         LogicalPlan::Aggregate { input, .. }
         | LogicalPlan::Sort { input, .. }
         | LogicalPlan::Distinct { input }
-        | LogicalPlan::Window { input, .. } => count(input, counts, false),
+        | LogicalPlan::Window { input, .. } => visit_shareable(input, false, visit),
         // A join's build side (the right input) is read whole before the probe starts.
         LogicalPlan::Join { left, right, .. } => {
-            count(left, counts, streams_to_limit);
-            count(right, counts, false);
+            visit_shareable(left, streams_to_limit, visit);
+            visit_shareable(right, false, visit);
         }
         other => {
             for child in other.children() {
-                count(child, counts, streams_to_limit);
+                visit_shareable(child, streams_to_limit, visit);
             }
         }
     }
