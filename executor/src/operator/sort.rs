@@ -49,14 +49,61 @@ pub fn cmp_keys(keys: &[KeyColumn], a: usize, b: usize) -> Ordering {
     Ordering::Equal
 }
 
+/// At most this many words (8 bytes each) hold a string key's prefix.
+const STRING_WORDS: usize = 4;
+
 /// Each row's sort keys as words that compare, as unsigned integers in order, the way the
 /// keys do: per key, a word placing NULLs (only for a key that has any) and a word holding
-/// the value's bits mapped to an order-preserving unsigned integer (inverted for DESC).
-/// `None` where a key is a string. Returns the words, row-major, and the words per row.
-fn normalized_keys(keys: &[KeyColumn], n: usize) -> Option<(Vec<u64>, usize)> {
+/// the value's bits mapped to an order-preserving unsigned integer (inverted for DESC). A
+/// string takes as many words as its longest value needs, up to [`STRING_WORDS`], its bytes
+/// big-endian and zero-padded. Where a string may not fit (longer values, or NUL bytes that
+/// padding would confuse), its words end the words: rows whose words differ are in word
+/// order, but equal words may still differ from that key on. Returns the words, row-major,
+/// the words per row, and the first key the words do not decide (`None`: they decide all).
+fn normalized_keys(keys: &[KeyColumn], n: usize) -> (Vec<u64>, usize, Option<usize>) {
     const SIGN: u64 = 1 << 63;
-    let mut words_per_key = Vec::with_capacity(keys.len());
-    for (c, asc, nulls_first) in keys {
+    let mut words_per_key: Vec<Vec<u64>> = Vec::with_capacity(keys.len());
+    let mut undecided = None;
+    for (key, (c, asc, nulls_first)) in keys.iter().enumerate() {
+        if c.null_count() > 0 {
+            let (null, valid) = if *nulls_first { (0, 1) } else { (1, 0) };
+            words_per_key.push(
+                (0..n)
+                    .map(|i| if c.is_valid(i) { valid } else { null })
+                    .collect(),
+            );
+        }
+        let invert = |v: u64| if *asc { v } else { !v };
+        if let Column::Utf8(x) = c {
+            let values = (0..n).filter(|&i| x.is_valid(i)).map(|i| x.value_bytes(i));
+            let (longest, nul) = values.fold((0, false), |(l, z), b| {
+                (l.max(b.len()), z || b.contains(&0))
+            });
+            let fits = longest <= 8 * STRING_WORDS && !nul;
+            for k in 0..longest.div_ceil(8).clamp(1, STRING_WORDS) {
+                words_per_key.push(
+                    (0..n)
+                        .map(|i| {
+                            if !x.is_valid(i) {
+                                return 0;
+                            }
+                            let bytes = x.value_bytes(i);
+                            let mut word = [0u8; 8];
+                            let from = (8 * k).min(bytes.len());
+                            let to = (8 * k + 8).min(bytes.len());
+                            word[..to - from].copy_from_slice(&bytes[from..to]);
+                            invert(u64::from_be_bytes(word))
+                        })
+                        .collect(),
+                );
+            }
+            if !fits {
+                // Later keys must not decide before the whole string does.
+                undecided = Some(key);
+                break;
+            }
+            continue;
+        }
         let value: Vec<u64> = match c {
             Column::Boolean(x) => (0..n).map(|i| u64::from(x.values().get(i))).collect(),
             Column::Int32(x) | Column::Date32(x) => x
@@ -87,28 +134,22 @@ fn normalized_keys(keys: &[KeyColumn], n: usize) -> Option<(Vec<u64>, usize)> {
                     }
                 })
                 .collect(),
-            Column::Utf8(_) => return None,
+            Column::Utf8(_) => unreachable!("strings were handled above"),
         };
-        let value: Vec<u64> = if *asc {
+        let nulls = c.null_count() > 0;
+        words_per_key.push(
             value
-        } else {
-            value.into_iter().map(|v| !v).collect()
-        };
-        if c.null_count() > 0 {
-            let (null, valid) = if *nulls_first { (0, 1) } else { (1, 0) };
-            let place = (0..n)
-                .map(|i| if c.is_valid(i) { valid } else { null })
-                .collect();
-            let value = value
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| if c.is_valid(i) { v } else { 0 })
-                .collect();
-            words_per_key.push(place);
-            words_per_key.push(value);
-        } else {
-            words_per_key.push(value);
-        }
+                .map(|(i, v)| {
+                    if nulls && !c.is_valid(i) {
+                        0
+                    } else {
+                        invert(v)
+                    }
+                })
+                .collect(),
+        );
     }
     let w = words_per_key.len();
     let mut words = vec![0u64; n * w];
@@ -117,7 +158,7 @@ fn normalized_keys(keys: &[KeyColumn], n: usize) -> Option<(Vec<u64>, usize)> {
             words[row * w + k] = *v;
         }
     }
-    Some((words, w))
+    (words, w, undecided)
 }
 
 /// Sorts `(key, row)` pairs (so ties keep row order) and returns the rows; only the first
@@ -138,42 +179,52 @@ fn sort_pairs<K: Ord + Copy>(mut pairs: Vec<(K, u32)>, limit: Option<usize>) -> 
 }
 
 /// The row order of `n` rows by `keys`, ties by position; only the first `limit` if given.
-/// Keys of numbers, dates and booleans are first normalized to unsigned words, so the sort
-/// compares integers (up to four words per row as one integer or array, more as slices);
-/// strings compare column by column.
+/// Keys are first normalized to unsigned words, so the sort compares integers (up to four
+/// words per row as one integer or array, more as slices); after a string longer than the
+/// words hold, rows whose words tie compare the keys themselves.
 pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u32> {
-    if let Some((words, w)) = normalized_keys(keys, n) {
-        match w {
-            1 => {
-                let pairs = (0..n).map(|r| (words[r], r as u32)).collect();
-                return sort_pairs(pairs, limit);
-            }
-            2 => {
-                let pairs = (0..n)
-                    .map(|r| {
-                        (
-                            (u128::from(words[2 * r]) << 64) | u128::from(words[2 * r + 1]),
-                            r as u32,
-                        )
-                    })
-                    .collect();
-                return sort_pairs(pairs, limit);
-            }
-            3 => return sort_pairs(word_arrays::<3>(&words, n), limit),
-            4 => return sort_pairs(word_arrays::<4>(&words, n), limit),
-            _ => {
-                let cmp = |a: &u32, b: &u32| {
-                    let (a, b) = (*a as usize, *b as usize);
-                    words[a * w..(a + 1) * w]
-                        .cmp(&words[b * w..(b + 1) * w])
-                        .then(a.cmp(&b))
-                };
-                return sorted_by(n, limit, cmp);
-            }
+    let (words, w, undecided) = normalized_keys(keys, n);
+    if let Some(from) = undecided {
+        // A long string key: the words order most pairs; equal words compare the keys
+        // from that one on (the earlier ones are equal when their words are).
+        let rest = &keys[from..];
+        let cmp = |a: &u32, b: &u32| {
+            let (a, b) = (*a as usize, *b as usize);
+            words[a * w..(a + 1) * w]
+                .cmp(&words[b * w..(b + 1) * w])
+                .then_with(|| cmp_keys(rest, a, b))
+                .then(a.cmp(&b))
+        };
+        return sorted_by(n, limit, cmp);
+    }
+    match w {
+        1 => {
+            let pairs = (0..n).map(|r| (words[r], r as u32)).collect();
+            sort_pairs(pairs, limit)
+        }
+        2 => {
+            let pairs = (0..n)
+                .map(|r| {
+                    (
+                        (u128::from(words[2 * r]) << 64) | u128::from(words[2 * r + 1]),
+                        r as u32,
+                    )
+                })
+                .collect();
+            sort_pairs(pairs, limit)
+        }
+        3 => sort_pairs(word_arrays::<3>(&words, n), limit),
+        4 => sort_pairs(word_arrays::<4>(&words, n), limit),
+        _ => {
+            let cmp = |a: &u32, b: &u32| {
+                let (a, b) = (*a as usize, *b as usize);
+                words[a * w..(a + 1) * w]
+                    .cmp(&words[b * w..(b + 1) * w])
+                    .then(a.cmp(&b))
+            };
+            sorted_by(n, limit, cmp)
         }
     }
-    let cmp = |a: &u32, b: &u32| cmp_keys(keys, *a as usize, *b as usize).then(a.cmp(b));
-    sorted_by(n, limit, cmp)
 }
 
 /// Each row's `W` key words as one array (arrays compare word by word), with the row.
@@ -295,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn normalized_keys_sort_like_the_column_comparator() {
+    fn normalized_keys_sort_like_the_column_comparator_strings_included() {
         let mut rng = crate::test_rng::Rng(0x2545_F491_4F6C_DD1D);
         let mut next = move |n: u64| rng.below(n);
         let floats = [
@@ -314,7 +365,31 @@ mod tests {
             for _ in 0..1 + next(3) {
                 let nulls = next(2) == 0;
                 let valid = |next: &mut dyn FnMut(u64) -> u64| !nulls || next(4) > 0;
-                let column = match next(4) {
+                let strings = [
+                    "",
+                    "a",
+                    "ab",
+                    "ab\0",
+                    "abcdefgh",
+                    "abcdefghi",
+                    "abcdefghijklmnop",
+                    "abcdefghijklmnopq",
+                    "abcdefghijklmnopr",
+                    "b",
+                    "é",
+                    "\u{ff}x",
+                    "abcdefghijklmnopqrstuvwxyz0123456",
+                    "abcdefghijklmnopqrstuvwxyz0123457",
+                ];
+                let column = match next(5) {
+                    4 => Column::Utf8(morsel_storage::Utf8Column::from_strs(
+                        (0..n)
+                            .map(|_| {
+                                valid(&mut next)
+                                    .then(|| strings[next(strings.len() as u64) as usize])
+                            })
+                            .collect::<Vec<_>>(),
+                    )),
                     0 => Column::Int64(PrimitiveColumn::from_options(
                         (0..n)
                             .map(|_| valid(&mut next).then(|| next(7) as i64 - 3))
