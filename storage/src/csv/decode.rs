@@ -1,10 +1,12 @@
 //! Decodes one block into a batch of the projected columns.
 //!
-//! Two passes: the tokenizer records the spans of the projected fields of every record, then
-//! each projected column is parsed in one tight loop straight into its builder. Unprojected
-//! fields are never parsed; those before the last projected one are tokenized (their
-//! boundaries must be found), those after it only counted. Errors are reported
-//! for the first offending record in file order, whichever column finds it.
+//! Two passes: the tokenizer records, for each projected column, the span of its field in
+//! every record (one list per column, so each column's parse loop reads its spans in
+//! sequence), then each projected column is parsed in one tight loop straight into its
+//! builder. Unprojected fields are never parsed: a block of the usual shape is tokenized at
+//! once (`separators`), where a field is found by index; otherwise record by record
+//! (`tokenize`), where the fields after the last projected one are only counted. Errors are
+//! reported for the first offending record in file order, whichever column finds it.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -86,7 +88,9 @@ const MISSING: FieldSpan = FieldSpan {
 struct Tokenized {
     /// Whether the record-by-record tokenizer read the block.
     record_by_record: bool,
-    spans: Vec<FieldSpan>,
+    /// The spans of each projected column (one list per projection slot, a span per row):
+    /// each column's parse loop then reads its spans in sequence.
+    columns: Vec<Vec<FieldSpan>>,
     lines: Vec<u64>,
     skipped: Vec<SkippedRow>,
     /// A syntax error that stopped tokenizing before row `.0` (without ignore_errors).
@@ -155,7 +159,7 @@ impl BlockDecoder {
         let expected = self.file_schema.len();
         let mut out = Tokenized {
             record_by_record: false,
-            spans: Vec::new(),
+            columns: vec![Vec::new(); width],
             lines: Vec::new(),
             skipped: Vec::new(),
             stop: None,
@@ -166,7 +170,7 @@ impl BlockDecoder {
             &self.dialect,
             &self.projection,
             expected,
-            &mut out.spans,
+            &mut out.columns,
             &mut out.lines,
         ) {
             return out;
@@ -216,21 +220,19 @@ impl BlockDecoder {
                 });
                 continue;
             }
-            out.spans.extend(
-                self.projection
-                    .iter()
-                    .map(|&c| fields.get(c).copied().unwrap_or(MISSING)),
-            );
+            for (column, &c) in out.columns.iter_mut().zip(&self.projection) {
+                column.push(fields.get(c).copied().unwrap_or(MISSING));
+            }
             out.lines.push(rec.line);
             if out.lines.len() == 32 {
                 // Size the rest from the records so far, instead of growing by doubling.
                 let per_record = tok.position().max(1) / 32;
                 let rows = buf.len() / per_record.max(1) + 32;
                 out.lines.reserve(rows);
-                out.spans.reserve(rows * width);
+                out.columns.iter_mut().for_each(|c| c.reserve(rows));
             }
         }
-        debug_assert_eq!(out.spans.len(), out.lines.len() * width);
+        debug_assert!(out.columns.iter().all(|c| c.len() == out.lines.len()));
         out
     }
 
@@ -614,9 +616,8 @@ impl FieldCursor<'_> {
     /// Row `row`'s field, or `None` when it is missing or a null string.
     #[inline(always)]
     fn field<'s>(&'s self, row: usize, scratch: &'s mut Vec<u8>) -> Option<&'s [u8]> {
-        let width = self.decoder.projection.len();
-        let span = self.tokenized.spans[row * width + self.slot];
-        if span == MISSING {
+        let span = self.tokenized.columns[self.slot][row];
+        if span.start == MISSING.start {
             return None;
         }
         let quote = self.decoder.dialect.quote.unwrap_or(b'"');

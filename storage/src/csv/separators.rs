@@ -33,16 +33,17 @@ thread_local! {
     static SCRATCH: RefCell<Separators> = RefCell::default();
 }
 
-/// Appends the spans of the `projection` fields of every record of `buf` (row-major) to
-/// `spans` and each record's line to `lines`, skipping blank lines; `false`, with nothing
-/// appended, when the block needs the record-by-record tokenizer (see the module doc).
+/// Appends the span of projected field `projection[k]` of every record of `buf` to
+/// `columns[k]` and each record's line to `lines`, skipping blank lines; `false`, with
+/// nothing appended, when the block needs the record-by-record tokenizer (see the module
+/// doc).
 pub fn tokenize_block(
     buf: &[u8],
     first_line: u64,
     dialect: &Dialect,
     projection: &[usize],
     width: usize,
-    spans: &mut Vec<FieldSpan>,
+    columns: &mut [Vec<FieldSpan>],
     lines: &mut Vec<u64>,
 ) -> bool {
     if dialect.comment.is_some()
@@ -50,6 +51,7 @@ pub fn tokenize_block(
         || dialect.delimiter == 0
         || dialect.quote == Some(0)
         || projection.iter().any(|&c| c >= width)
+        || columns.len() != projection.len()
     {
         return false;
     }
@@ -58,12 +60,16 @@ pub fn tokenize_block(
         if !find_separators(buf, dialect, &mut s) {
             return false;
         }
-        let (spans_len, lines_len) = (spans.len(), lines.len());
+        let lens: Vec<usize> = columns.iter().map(Vec::len).collect();
+        let lines_len = lines.len();
         let ok = read_records(
-            buf, first_line, dialect, projection, width, &s, spans, lines,
+            buf, first_line, dialect, projection, width, &s, columns, lines,
         );
         if !ok {
-            spans.truncate(spans_len);
+            columns
+                .iter_mut()
+                .zip(lens)
+                .for_each(|(c, n)| c.truncate(n));
             lines.truncate(lines_len);
         }
         ok
@@ -220,13 +226,13 @@ fn read_records(
     projection: &[usize],
     width: usize,
     s: &Separators,
-    spans: &mut Vec<FieldSpan>,
+    columns: &mut [Vec<FieldSpan>],
     lines: &mut Vec<u64>,
 ) -> bool {
     let q = dialect.quote;
     let ends = &s.ends[..s.count];
     lines.reserve(s.records.len());
-    spans.reserve(s.records.len() * projection.len());
+    columns.iter_mut().for_each(|c| c.reserve(s.records.len()));
     let mut start = 0usize;
     let mut first = 0usize;
     for (r, &last) in s.records.iter().enumerate() {
@@ -243,7 +249,7 @@ fn read_records(
             if fields != width {
                 return false;
             }
-            for &c in projection {
+            for (&c, column) in projection.iter().zip(columns.iter_mut()) {
                 let from = if c == 0 {
                     start
                 } else {
@@ -274,7 +280,7 @@ fn read_records(
                         escaped: false,
                     },
                 };
-                spans.push(span);
+                column.push(span);
             }
             lines.push(first_line + r as u64);
         }
@@ -315,18 +321,21 @@ mod tests {
         buf: &[u8],
         projection: &[usize],
         width: usize,
-    ) -> Option<(Vec<FieldSpan>, Vec<u64>)> {
+    ) -> Option<(Vec<Vec<FieldSpan>>, Vec<u64>)> {
         let d = dialect();
         let mut t = Tokenizer::new(buf, 7, &d);
-        let (mut fields, mut spans, mut lines) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut fields, mut lines) = (Vec::new(), Vec::new());
+        let mut columns = vec![Vec::new(); projection.len()];
         while let Some(r) = t.next_record(&mut fields).ok()? {
             if r.fields != width {
                 return None;
             }
-            spans.extend(projection.iter().map(|&c| fields[c]));
+            for (column, &c) in columns.iter_mut().zip(projection) {
+                column.push(fields[c]);
+            }
             lines.push(r.line);
         }
-        Some((spans, lines))
+        Some((columns, lines))
     }
 
     fn random_field(r: &mut Rng) -> String {
@@ -380,7 +389,7 @@ mod tests {
             let width = 1 + r.below(5) as usize;
             let buf = random_block(&mut r, width);
             let projection: Vec<usize> = (0..width).filter(|_| r.below(2) == 0).collect();
-            let (mut spans, mut lines) = (vec![], vec![]);
+            let (mut spans, mut lines) = (vec![vec![]; projection.len()], vec![]);
             let took = tokenize_block(
                 buf.as_bytes(),
                 7,
@@ -396,7 +405,7 @@ mod tests {
                 assert_eq!(Some((spans, lines)), want, "{buf:?} {projection:?}");
             } else {
                 declined += 1;
-                assert!(spans.is_empty() && lines.is_empty());
+                assert!(spans.iter().all(Vec::is_empty) && lines.is_empty());
                 // Declining is for blocks the record-by-record path must read; a clean
                 // block (no line feed in quotes) of the expected width is never declined.
                 if !buf.contains("\"a\nb\"") {
@@ -412,7 +421,7 @@ mod tests {
 
     #[test]
     fn a_comment_prefix_or_ragged_records_leave_the_block_to_the_tokenizer() {
-        let (mut spans, mut lines) = (vec![], vec![]);
+        let (mut spans, mut lines) = (vec![vec![]; 1], vec![]);
         let mut d = dialect();
         assert!(tokenize_block(
             b"a,b\n",
@@ -424,7 +433,7 @@ mod tests {
             &mut lines
         ));
         assert_eq!(lines, vec![1]);
-        assert_eq!((spans[0].start, spans[0].end), (2, 3));
+        assert_eq!((spans[0][0].start, spans[0][0].end), (2, 3));
         assert!(!tokenize_block(
             b"a,b\nc\n",
             1,
@@ -443,13 +452,14 @@ mod tests {
             b"a,\"b\n",
             b"\"a\"\rb,c\n",
         ] {
+            let mut two = vec![vec![]; 2];
             assert!(!tokenize_block(
                 bad,
                 1,
                 &d,
                 &[0, 1],
                 2,
-                &mut spans,
+                &mut two,
                 &mut lines
             ));
         }
