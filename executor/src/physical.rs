@@ -119,16 +119,9 @@ fn keep_columns(
     wide: &morsel_planner::Scan,
     scan: &morsel_planner::Scan,
 ) -> ExecResult<Arc<Vec<Batch>>> {
-    let wide_columns = wide.projection.as_deref().unwrap_or_default();
-    let all: Vec<usize>;
-    let columns = match &scan.projection {
-        Some(p) => p,
-        None => {
-            all = (0..scan.source.schema().len()).collect();
-            &all
-        }
-    };
-    let positions = columns
+    let wide_columns = wide.columns();
+    let positions = scan
+        .columns()
         .iter()
         .map(|c| wide_columns.iter().position(|w| w == c))
         .collect::<Option<Vec<usize>>>()

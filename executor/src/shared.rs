@@ -37,15 +37,8 @@ const SHARED_SCAN_BUDGET: f64 = (1u64 << 30) as f64;
 /// The bytes a scan's decoded rows take, by estimate: 8 per value, 24 per text value.
 fn held_bytes(scan: &Scan) -> f64 {
     let schema = scan.source.schema();
-    let all: Vec<usize>;
-    let columns = match &scan.projection {
-        Some(p) => p,
-        None => {
-            all = (0..schema.len()).collect();
-            &all
-        }
-    };
-    let row: usize = columns
+    let row: usize = scan
+        .columns()
         .iter()
         .map(|&c| match schema.field(c).data_type {
             DataType::Utf8 => 24,
@@ -70,27 +63,27 @@ fn rows_key(scan: &Scan) -> String {
     SharedResults::key(&LogicalPlan::Scan(all))
 }
 
-/// The column sets of CSV scans that read the same rows with different columns.
+/// The column sets of CSV scans that read the same rows with different columns (where the
+/// scan of all of them stays within [`SHARED_SCAN_BUDGET`]).
 fn widen_scans(plan: &LogicalPlan) -> HashMap<String, Vec<usize>> {
-    let mut projections: HashMap<String, Vec<Vec<usize>>> = HashMap::new();
+    let mut sets: HashMap<String, (Scan, Vec<Vec<usize>>)> = HashMap::new();
     visit_shareable(plan, false, &mut |p| {
         if let LogicalPlan::Scan(s) = p {
-            let columns = s
-                .projection
-                .clone()
-                .unwrap_or_else(|| (0..s.source.schema().len()).collect());
-            projections.entry(rows_key(s)).or_default().push(columns);
+            let entry = sets
+                .entry(rows_key(s))
+                .or_insert_with(|| (s.clone(), Vec::new()));
+            entry.1.push(s.columns());
         }
         true
     });
-    projections
-        .into_iter()
-        .filter(|(_, sets)| sets.iter().any(|c| *c != sets[0]))
-        .map(|(key, sets)| {
-            let mut union: Vec<usize> = sets.into_iter().flatten().collect();
+    sets.into_iter()
+        .filter(|(_, (_, columns))| columns.iter().any(|c| *c != columns[0]))
+        .filter_map(|(key, (scan, columns))| {
+            let mut union: Vec<usize> = columns.into_iter().flatten().collect();
             union.sort_unstable();
             union.dedup();
-            (key, union)
+            let wide = scan.with_projection(union.clone());
+            (held_bytes(&wide) <= SHARED_SCAN_BUDGET).then_some((key, union))
         })
         .collect()
 }

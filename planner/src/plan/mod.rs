@@ -151,6 +151,14 @@ impl Scan {
         }
     }
 
+    /// The source column indexes the scan produces, in output order.
+    pub fn columns(&self) -> Vec<usize> {
+        match &self.projection {
+            Some(p) => p.clone(),
+            None => (0..self.source.schema().len()).collect(),
+        }
+    }
+
     /// Restricts the scan to `indexes` of the source schema (recomputing the output schema).
     pub fn with_projection(mut self, indexes: Vec<usize>) -> Self {
         let projected = self.source.schema().project(&indexes);
