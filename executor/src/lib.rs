@@ -20,8 +20,6 @@ mod physical;
 mod scheduler;
 mod shared;
 mod source;
-#[cfg(test)]
-mod test_rng;
 
 pub use context::{ExecContext, ExecMetrics, PipelineStats, ScanMetrics, StageLabel, StageStats};
 pub use error::{ExecError, ExecResult};

@@ -22,6 +22,9 @@ pub mod parse;
 pub mod scalar;
 pub mod stats;
 pub mod temporal;
+/// The fixed-seed generator of the workspace's randomized unit tests (not for data).
+#[doc(hidden)]
+pub mod test_rng;
 
 pub use batch::Batch;
 pub use bitmap::{Bitmap, BitmapBuilder};

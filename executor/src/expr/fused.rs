@@ -841,7 +841,7 @@ mod tests {
     use morsel_storage::{Field, Schema};
 
     use crate::expr::fuse;
-    use crate::test_rng::Rng;
+    use morsel_storage::test_rng::Rng;
 
     use super::*;
 

@@ -263,7 +263,7 @@ mod tests {
     fn fast_paths_agree_with_the_general_matcher() {
         let pattern_chars = ['a', 'b', '%', '_', 'é'];
         let text_chars = ['a', 'b', 'é'];
-        let mut rng = crate::test_rng::Rng(0x1234_5678_9ABC_DEF1);
+        let mut rng = morsel_storage::test_rng::Rng(0x1234_5678_9ABC_DEF1);
         let mut next = move |n: usize| rng.below(n as u64) as usize;
         for _ in 0..20_000 {
             let p: String = (0..next(7)).map(|_| pattern_chars[next(5)]).collect();

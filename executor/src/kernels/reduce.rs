@@ -105,7 +105,7 @@ fn for_each_word<T>(values: &[T], valid: &Bitmap, mut f: impl FnMut(usize, u64, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_rng::Rng;
+    use morsel_storage::test_rng::Rng;
 
     fn column(n: usize, nulls: bool, r: &mut Rng) -> Vec<Option<f64>> {
         (0..n)

@@ -362,7 +362,7 @@ mod tests {
     use morsel_storage::{Field, PrimitiveColumn, Schema, Utf8Column};
 
     use super::*;
-    use crate::test_rng::Rng;
+    use morsel_storage::test_rng::Rng;
 
     /// Output schema: the two keys, then one column per aggregate (types as finished).
     fn sink(threads: usize) -> AggregateSink {

@@ -517,7 +517,7 @@ mod tests {
     use morsel_storage::{DataType, Field, PrimitiveColumn, Schema};
 
     use super::*;
-    use crate::test_rng::Rng;
+    use morsel_storage::test_rng::Rng;
 
     fn batch(keys: &[Option<i64>]) -> Batch {
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));

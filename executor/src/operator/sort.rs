@@ -347,7 +347,7 @@ mod tests {
 
     #[test]
     fn normalized_keys_sort_like_the_column_comparator_strings_included() {
-        let mut rng = crate::test_rng::Rng(0x2545_F491_4F6C_DD1D);
+        let mut rng = morsel_storage::test_rng::Rng(0x2545_F491_4F6C_DD1D);
         let mut next = move |n: u64| rng.below(n);
         let floats = [
             0.0,

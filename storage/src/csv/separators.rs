@@ -294,18 +294,7 @@ fn read_records(
 mod tests {
     use super::super::tokenize::Tokenizer;
     use super::*;
-
-    /// xorshift64*, fixed seed.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn dialect() -> Dialect {
         Dialect {

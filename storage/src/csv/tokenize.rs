@@ -708,13 +708,8 @@ mod tests {
     #[test]
     fn stepping_over_fields_counts_and_checks_them_like_tokenizing() {
         let alphabet = b"ab1,,,,\"\n\r#";
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = crate::test_rng::Rng(0x2545_F491_4F6C_DD1D);
+        let mut next = move |n: usize| rng.below(n as u64) as usize;
         for _ in 0..4000 {
             let len = next(300);
             let input: Vec<u8> = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
