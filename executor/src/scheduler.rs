@@ -69,6 +69,10 @@ pub trait Sink: Sync {
         Vec::new()
     }
     fn consume(&self, seq: u64, batches: Vec<Batch>) -> ExecResult<Self::Partial>;
+    /// What the partials show about how the sink ran (for EXPLAIN ANALYZE, one line each).
+    fn partial_details(&self, _partials: &[Self::Partial]) -> Vec<String> {
+        Vec::new()
+    }
     /// Memory a partial holds (for EXPLAIN ANALYZE's state size).
     fn partial_bytes(&self, _partial: &Self::Partial) -> usize {
         0
@@ -250,7 +254,13 @@ pub fn run_pipeline<S: Sink>(
             let mut partials = partials.into_inner().expect("partials");
             partials.sort_by_key(|(seq, _)| *seq);
             let held: usize = partials.iter().map(|(_, p)| sink.partial_bytes(p)).sum();
-            let out = sink.finish(partials.into_iter().map(|(_, p)| p).collect());
+            let partials: Vec<S::Partial> = partials.into_iter().map(|(_, p)| p).collect();
+            if !ctx.explain_only {
+                stages[sink_stage]
+                    .details
+                    .extend(sink.partial_details(&partials));
+            }
+            let out = sink.finish(partials);
             if let Ok(o) = &out {
                 // Partials and the merged output are both alive while merging.
                 stages[sink_stage].memory_bytes = (held + sink.output_bytes(o)) as u64;

@@ -1,13 +1,15 @@
-//! Hash aggregation as a sink. Each morsel builds its own partial group table (keys interned
-//! in first-seen order, one accumulator slot per group); `finish` merges the partials in
-//! morsel order. Output groups therefore appear in order of first appearance in the input,
-//! and float sums add in a data-determined order, whatever the number of workers.
+//! Hash aggregation as a sink. Each morsel is grouped on the worker that reads it, one of two
+//! ways, chosen from a sample of its first rows (so by the data, never by the workers):
+//! - few distinct keys: a partial group table (keys interned in first-seen order, one
+//!   accumulator slot per group), merged with the other partials in morsel order;
+//! - nearly every row a new key: its rows are scattered by key hash into partitions, each
+//!   reduced once in `finish` (see [`super::group_partitions`]).
 //!
-//! When the partials hold many groups, the merge is split by hash: every partial's groups are
-//! dealt into [`PARTITIONS`] partitions by a few bits of their key hash, the partitions are
-//! merged independently on the workers (each still in morsel order), and the groups are put
-//! back in first-seen order. Every group's states combine in the same order as in the serial
-//! merge, so the two give the same bits; which one runs depends on the data only.
+//! Output groups appear in order of first appearance in the input, and every group's states
+//! combine in morsel order, so float sums add in a data-determined order whatever the number
+//! of workers. When the partials hold many groups, or any morsel was scattered, the merge is
+//! split by key hash and runs on the workers; it combines every group's states in the same
+//! order as the serial merge, so the two give the same bits.
 
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
@@ -15,12 +17,13 @@ use morsel_planner::AggFunc;
 use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef};
 
 use super::accumulator::Accumulator;
+use super::group_partitions::{ScatteredRows, PARTITIONS};
 use super::keys::{
     decode_keys, encode_int, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
 };
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
-use crate::scheduler::{parallel_map, Sink};
+use crate::scheduler::Sink;
 
 /// One aggregate call: function, compiled argument (none for `count(*)`) and its type.
 pub struct AggSpec {
@@ -41,31 +44,140 @@ pub struct AggregateSink {
     pub threads: usize,
 }
 
-/// Hash partitions of the parallel merge (a constant: results never depend on it).
-pub const PARTITIONS: usize = 64;
-
 /// The partitioned merge runs when the partials hold at least this many groups in all.
 pub const PARTITIONED_MERGE_GROUPS: usize = 1 << 16;
 
-/// The partition of a key hash: bits the group tables' own probing does not lean on.
-fn partition(hash: u64) -> usize {
-    (hash >> 40) as usize % PARTITIONS
+/// A morsel is scattered when the distinct keys of its first batch are estimated at no fewer
+/// than 1 in this many rows.
+const SCATTER_DISTINCT_PER_ROWS: usize = 2;
+
+/// Bits of the sketch that estimates a batch's distinct keys (linear counting: keys set
+/// bits by hash; the share of bits left clear tells how many distinct keys there were).
+const SKETCH_BITS: usize = 1 << 15;
+
+/// A first batch of fewer rows keeps a group table (grouping it is cheap either way).
+const MIN_SCATTER_ROWS: usize = 1024;
+
+/// A batch's group keys, as the grouping paths read them.
+pub enum BatchKeys<'a> {
+    /// One integer-like key column, grouped by value.
+    Int(&'a Column),
+    /// Encoded keys and their hashes.
+    Encoded(RowKeys, Vec<u64>),
+}
+
+impl BatchKeys<'_> {
+    pub fn rows(&self) -> usize {
+        match self {
+            BatchKeys::Int(c) => c.len(),
+            BatchKeys::Encoded(_, hashes) => hashes.len(),
+        }
+    }
+}
+
+/// A morsel's share of the work: a group table, or its rows scattered by key hash.
+pub enum Partial {
+    Table(GroupTable),
+    Rows(ScatteredRows),
+}
+
+impl Partial {
+    fn is_scattered(&self) -> bool {
+        matches!(self, Partial::Rows(_))
+    }
 }
 
 /// Groups seen so far: interned keys (their values are decoded from the key bytes when
-/// finishing) and one accumulator per aggregate. A morsel's partial is one of these.
-pub struct Partial {
-    keys: KeyInterner,
-    accs: Vec<Accumulator>,
+/// finishing) and one accumulator per aggregate.
+pub struct GroupTable {
+    pub(super) keys: KeyInterner,
+    pub(super) accs: Vec<Accumulator>,
     /// For one integer-like group key: its interned ids by value, so that rows look their
     /// group up without encoding and hashing bytes.
-    ints: IntIds,
+    pub(super) ints: IntIds,
 }
+
+impl GroupTable {
+    /// Adds a batch's rows: `args` are each aggregate's argument.
+    fn update(&mut self, keys: &BatchKeys, args: &[Option<Column>]) -> ExecResult<()> {
+        let ids = match keys {
+            BatchKeys::Encoded(encoded, hashes) => hashes
+                .iter()
+                .enumerate()
+                .map(|(i, &hash)| self.keys.intern(encoded.key(i), hash).0)
+                .collect(),
+            BatchKeys::Int(col) => self.ints.ids(col, &mut self.keys),
+        };
+        for (acc, arg) in self.accs.iter_mut().zip(args) {
+            acc.resize(self.keys.len());
+            acc.update(&ids, arg.as_ref())?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a morsel should scatter its rows, from its first batch's keys: when their
+/// distinct count, estimated over all rows, is at least half the rows. The first
+/// [`MIN_SCATTER_ROWS`] rows alone decide for a table when they set few bits (few keys).
+fn many_groups(keys: &BatchKeys) -> bool {
+    let rows = keys.rows();
+    if rows < MIN_SCATTER_ROWS {
+        return false;
+    }
+    let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
+    // Integers hash by one multiplication: its top bits spread even consecutive values.
+    let int_hash = |v: Option<i64>| v.map_or(FIBONACCI, |x| (x as u64).wrapping_mul(FIBONACCI));
+    let few =
+        |sketch: &Sketch| sketch.bits_set() * SCATTER_DISTINCT_PER_ROWS * 2 < MIN_SCATTER_ROWS;
+    match keys {
+        BatchKeys::Encoded(_, hashes) => {
+            hashes[..MIN_SCATTER_ROWS]
+                .iter()
+                .for_each(|&h| sketch.set(h));
+            if few(&sketch) {
+                return false;
+            }
+            hashes[MIN_SCATTER_ROWS..]
+                .iter()
+                .for_each(|&h| sketch.set(h));
+        }
+        BatchKeys::Int(col) => {
+            for_each_int(&col.slice(0, MIN_SCATTER_ROWS), |_, v| {
+                sketch.set(int_hash(v))
+            });
+            if few(&sketch) {
+                return false;
+            }
+            let rest = col.slice(MIN_SCATTER_ROWS, rows - MIN_SCATTER_ROWS);
+            for_each_int(&rest, |_, v| sketch.set(int_hash(v)));
+        }
+    }
+    let clear = (SKETCH_BITS - sketch.bits_set()).max(1) as f64;
+    let distinct = SKETCH_BITS as f64 * (SKETCH_BITS as f64 / clear).ln();
+    distinct * SCATTER_DISTINCT_PER_ROWS as f64 >= rows as f64
+}
+
+/// One bit per hash value's top bits.
+struct Sketch(Vec<u64>);
+
+impl Sketch {
+    fn set(&mut self, hash: u64) {
+        let bit = (hash >> (64 - SKETCH_BITS.trailing_zeros())) as usize;
+        self.0[bit / 64] |= 1 << (bit % 64);
+    }
+
+    fn bits_set(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
+
+/// 2^64 over the golden ratio, odd: multiplying by it scatters integers over the top bits.
+const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Group ids of a single integer-like key by value (NULL has its own), the ids being the
 /// partial's interned ids.
 #[derive(Default)]
-struct IntIds {
+pub struct IntIds {
     map: HashMap<i64, u32, FixedState>,
     null: Option<u32>,
 }
@@ -74,46 +186,50 @@ impl IntIds {
     /// Every row's group id, interning each new value's encoded key in `keys`.
     fn ids(&mut self, col: &Column, keys: &mut KeyInterner) -> Vec<u32> {
         let ty = col.data_type();
-        let rows = col.len();
-        let mut ids = Vec::with_capacity(rows);
-        let mut intern = |v: Option<i64>| {
-            let mut buf = [0u8; 9];
-            let key = encode_int(v, ty, &mut buf);
-            keys.intern(key, hash_key(key)).0
-        };
-        let (map, null) = (&mut self.map, &mut self.null);
-        for_each_int(col, |_, v| {
-            ids.push(match v {
-                Some(x) => *map.entry(x).or_insert_with(|| intern(v)),
-                None => *null.get_or_insert_with(|| intern(None)),
-            })
-        });
+        let mut ids = Vec::with_capacity(col.len());
+        for_each_int(col, |_, v| ids.push(self.id(v, ty, keys).0));
         ids
+    }
+
+    /// The group id of one value of type `ty`, and whether `keys` gained it; the value's
+    /// encoded key is looked up in `keys` the first time the value is seen here.
+    #[inline]
+    pub(super) fn id(
+        &mut self,
+        v: Option<i64>,
+        ty: DataType,
+        keys: &mut KeyInterner,
+    ) -> (u32, bool) {
+        let known = match v {
+            Some(x) => self.map.get(&x).copied(),
+            None => self.null,
+        };
+        if let Some(id) = known {
+            return (id, false);
+        }
+        let mut buf = [0u8; 9];
+        let key = encode_int(v, ty, &mut buf);
+        let (id, new) = keys.intern(key, hash_key(key));
+        match v {
+            Some(x) => {
+                self.map.insert(x, id);
+            }
+            None => self.null = Some(id),
+        }
+        (id, new)
     }
 }
 
-/// Partials merged into partitions at a time by one task of the partitioned merge (so that
-/// a partition receives one piece per run of partials, not one per partial).
-const PARTIALS_PER_PIECE: usize = 16;
-
-/// One partition's share of a run of partials: where each group came from (partial, id),
-/// its key, and its states, in morsel order.
-struct Piece {
-    from: Vec<(u32, u32)>,
-    keys: KeyList,
-    accs: Vec<Accumulator>,
-}
-
 impl AggregateSink {
-    fn new_table(&self) -> ExecResult<Partial> {
-        Ok(Partial {
+    pub(super) fn new_table(&self) -> ExecResult<GroupTable> {
+        Ok(GroupTable {
             keys: KeyInterner::new(),
             accs: self.new_accs()?,
             ints: IntIds::default(),
         })
     }
 
-    fn new_accs(&self) -> ExecResult<Vec<Accumulator>> {
+    pub(super) fn new_accs(&self) -> ExecResult<Vec<Accumulator>> {
         self.aggs
             .iter()
             .map(|a| Accumulator::new(a.func, a.arg_type, a.distinct, a.constant.as_ref()))
@@ -121,7 +237,7 @@ impl AggregateSink {
     }
 
     /// The output batch of a merged table: decoded keys, then each aggregate's values.
-    fn output(&self, keys: &KeyList, accs: Vec<Accumulator>) -> ExecResult<Vec<Column>> {
+    pub(super) fn output(&self, keys: &KeyList, accs: Vec<Accumulator>) -> ExecResult<Vec<Column>> {
         let groups = keys.len();
         let mut columns = if self.group.is_empty() {
             Vec::new()
@@ -150,8 +266,10 @@ impl Sink for AggregateSink {
             "global aggregate: one partial per morsel, merged in morsel order".to_string()
         } else {
             format!(
-                "hash aggregate on {} key(s): a group table per morsel, merged in morsel order \
-                 (groups in first-seen order), by hash partition in parallel past \
+                "hash aggregate on {} key(s), groups in first-seen order: per morsel a group \
+                 table, or, when its keys are mostly distinct (est. 1 in \
+                 {SCATTER_DISTINCT_PER_ROWS} rows), its rows scattered into {PARTITIONS} \
+                 partitions by key hash; merged in morsel order, by partition in parallel past \
                  {PARTITIONED_MERGE_GROUPS} groups",
                 self.group.len()
             )
@@ -169,7 +287,12 @@ impl Sink for AggregateSink {
     }
 
     fn partial_bytes(&self, p: &Partial) -> usize {
-        p.keys.heap_bytes() + p.accs.iter().map(Accumulator::heap_bytes).sum::<usize>()
+        match p {
+            Partial::Table(t) => {
+                t.keys.heap_bytes() + t.accs.iter().map(Accumulator::heap_bytes).sum::<usize>()
+            }
+            Partial::Rows(r) => r.heap_bytes(),
+        }
     }
 
     fn output_bytes(&self, output: &Vec<Batch>) -> usize {
@@ -177,53 +300,35 @@ impl Sink for AggregateSink {
     }
 
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Partial> {
-        let mut t = self.new_table()?;
-        for batch in &batches {
-            let rows = batch.num_rows();
-            if self.group.is_empty() {
-                // A global aggregate: every row is in the one group, no keys to encode.
-                if rows == 0 {
-                    continue;
-                }
-                if t.keys.is_empty() {
-                    t.keys.intern(&[], hash_key(&[]));
-                }
-                for (acc, spec) in t.accs.iter_mut().zip(&self.aggs) {
-                    acc.resize(1);
-                    let arg = spec.arg.as_ref().map(|a| a.evaluate(batch)).transpose()?;
-                    acc.update_global(rows, arg.as_ref())?;
-                }
-                continue;
-            }
-            let key_cols = self
-                .group
-                .iter()
-                .map(|e| e.evaluate(batch))
-                .collect::<ExecResult<Vec<_>>>()?;
-            let ids = match key_cols.as_slice() {
-                [one] if is_int_column(one) => t.ints.ids(one, &mut t.keys),
-                _ => {
-                    let encoded = RowKeys::encode(&key_cols, rows);
-                    let mut ids = Vec::with_capacity(rows);
-                    for i in 0..rows {
-                        let key = encoded.key(i);
-                        ids.push(t.keys.intern(key, hash_key(key)).0);
-                    }
-                    ids
-                }
-            };
-            for (acc, spec) in t.accs.iter_mut().zip(&self.aggs) {
-                acc.resize(t.keys.len());
-                let arg = spec.arg.as_ref().map(|a| a.evaluate(batch)).transpose()?;
-                acc.update(&ids, arg.as_ref())?;
-            }
+        if self.group.is_empty() {
+            return self.consume_global(&batches).map(Partial::Table);
         }
-        Ok(t)
+        self.consume_grouped(&batches, many_groups)
+    }
+
+    fn partial_details(&self, partials: &[Partial]) -> Vec<String> {
+        if self.group.is_empty() {
+            return Vec::new();
+        }
+        let scattered = partials.iter().filter(|p| p.is_scattered()).count();
+        vec![format!(
+            "{scattered} of {} morsels scattered by key hash (many distinct keys)",
+            partials.len()
+        )]
     }
 
     fn finish(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
-        let groups: usize = partials.iter().map(|p| p.keys.len()).sum();
-        if !self.group.is_empty() && groups >= PARTITIONED_MERGE_GROUPS {
+        if self.group.is_empty() {
+            return self.merge_serial(partials);
+        }
+        let groups: usize = partials
+            .iter()
+            .map(|p| match p {
+                Partial::Table(t) => t.keys.len(),
+                Partial::Rows(_) => 0,
+            })
+            .sum();
+        if groups >= PARTITIONED_MERGE_GROUPS || partials.iter().any(Partial::is_scattered) {
             self.merge_partitioned(partials)
         } else {
             self.merge_serial(partials)
@@ -232,10 +337,82 @@ impl Sink for AggregateSink {
 }
 
 impl AggregateSink {
-    /// Merges the partials one after another into one table.
+    /// A morsel's partial under GROUP BY; `scatter` decides from the first batch's keys
+    /// whether its rows are scattered.
+    fn consume_grouped(
+        &self,
+        batches: &[Batch],
+        scatter: fn(&BatchKeys) -> bool,
+    ) -> ExecResult<Partial> {
+        let mut partial: Option<Partial> = None;
+        for batch in batches {
+            let rows = batch.num_rows();
+            if rows == 0 {
+                continue;
+            }
+            let key_cols = self
+                .group
+                .iter()
+                .map(|e| e.evaluate(batch))
+                .collect::<ExecResult<Vec<_>>>()?;
+            let keys = match key_cols.as_slice() {
+                [one] if is_int_column(one) => BatchKeys::Int(one),
+                _ => {
+                    let encoded = RowKeys::encode(&key_cols, rows);
+                    let hashes = (0..rows).map(|i| hash_key(encoded.key(i))).collect();
+                    BatchKeys::Encoded(encoded, hashes)
+                }
+            };
+            let args = self
+                .aggs
+                .iter()
+                .map(|a| a.arg.as_ref().map(|e| e.evaluate(batch)).transpose())
+                .collect::<ExecResult<Vec<_>>>()?;
+            let p = match &mut partial {
+                Some(p) => p,
+                None if scatter(&keys) => partial.insert(Partial::Rows(ScatteredRows::new())),
+                None => partial.insert(Partial::Table(self.new_table()?)),
+            };
+            match p {
+                Partial::Table(t) => t.update(&keys, &args)?,
+                Partial::Rows(r) => r.push_batch(keys, &args)?,
+            }
+        }
+        match partial {
+            Some(p) => Ok(p),
+            None => self.new_table().map(Partial::Table),
+        }
+    }
+
+    /// A global aggregate's partial: every row is in the one group, no keys to encode.
+    fn consume_global(&self, batches: &[Batch]) -> ExecResult<GroupTable> {
+        let mut t = self.new_table()?;
+        for batch in batches {
+            let rows = batch.num_rows();
+            if rows == 0 {
+                continue;
+            }
+            if t.keys.is_empty() {
+                t.keys.intern(&[], hash_key(&[]));
+            }
+            for (acc, spec) in t.accs.iter_mut().zip(&self.aggs) {
+                acc.resize(1);
+                let arg = spec.arg.as_ref().map(|a| a.evaluate(batch)).transpose()?;
+                acc.update_global(rows, arg.as_ref())?;
+            }
+        }
+        Ok(t)
+    }
+
+    /// Merges the partials one after another into one table (all of them tables).
     fn merge_serial(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
         let mut global = self.new_table()?;
         for p in partials {
+            let Partial::Table(p) = p else {
+                return Err(ExecError::Internal(
+                    "scattered rows reached the serial merge".into(),
+                ));
+            };
             let mapping: Vec<u32> = (0..p.keys.len())
                 .map(|g| global.keys.intern(p.keys.key(g), p.keys.hash(g)).0)
                 .collect();
@@ -252,107 +429,6 @@ impl AggregateSink {
         let columns = self.output(global.keys.keys(), global.accs)?;
         Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
     }
-
-    /// Merges by hash partition on the workers, then restores first-seen order.
-    fn merge_partitioned(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
-        let sizes: Vec<usize> = partials.iter().map(|p| p.keys.len()).collect();
-        // Deal the groups of each run of partials into partitions, copying their keys and
-        // moving their states, so that each partition's merge reads only its own pieces.
-        let mut runs: Vec<Vec<Partial>> = Vec::new();
-        for (i, p) in partials.into_iter().enumerate() {
-            if i % PARTIALS_PER_PIECE == 0 {
-                runs.push(Vec::with_capacity(PARTIALS_PER_PIECE));
-            }
-            runs.last_mut().expect("a run was started").push(p);
-        }
-        let dealt = parallel_map(self.threads, runs, |r, run| {
-            let mut pieces = (0..PARTITIONS)
-                .map(|_| {
-                    Ok(Piece {
-                        from: Vec::new(),
-                        keys: KeyList::new(),
-                        accs: self.new_accs()?,
-                    })
-                })
-                .collect::<ExecResult<Vec<Piece>>>()?;
-            let mut ids: Vec<Vec<u32>> = vec![Vec::new(); PARTITIONS];
-            for (k, mut p) in run.into_iter().enumerate() {
-                let i = (r * PARTIALS_PER_PIECE + k) as u32;
-                ids.iter_mut().for_each(Vec::clear);
-                for g in 0..p.keys.len() {
-                    ids[partition(p.keys.hash(g))].push(g as u32);
-                }
-                for (piece, ids) in pieces.iter_mut().zip(&ids) {
-                    for &g in ids {
-                        piece
-                            .keys
-                            .push(p.keys.key(g as usize), p.keys.hash(g as usize));
-                        piece.from.push((i, g));
-                    }
-                    for (acc, into) in p.accs.iter_mut().zip(&mut piece.accs) {
-                        acc.move_groups(ids, into)?;
-                    }
-                }
-            }
-            Ok::<_, ExecError>(pieces)
-        });
-        let mut by_partition: Vec<Vec<Piece>> = (0..PARTITIONS).map(|_| Vec::new()).collect();
-        for pieces in dealt {
-            for (part, piece) in by_partition.iter_mut().zip(pieces?) {
-                part.push(piece);
-            }
-        }
-        // Merge each partition in morsel order; note where each new group was first seen.
-        let merged = parallel_map(self.threads, by_partition, |_, pieces| {
-            let mut t = self.new_table()?;
-            let mut first_seen: Vec<(u32, u32)> = Vec::new();
-            for piece in pieces {
-                let mut mapping = Vec::with_capacity(piece.from.len());
-                for (k, &from) in piece.from.iter().enumerate() {
-                    let (id, new) = t.keys.intern(piece.keys.key(k), piece.keys.hash(k));
-                    if new {
-                        first_seen.push(from);
-                    }
-                    mapping.push(id);
-                }
-                for (acc, part) in t.accs.iter_mut().zip(piece.accs) {
-                    acc.resize(t.keys.len());
-                    acc.merge(part, &mapping)?;
-                }
-            }
-            let columns = self.output(t.keys.keys(), t.accs)?;
-            Ok::<_, ExecError>((first_seen, columns))
-        });
-        // First-seen order: by partial, then by group id within it. Each partial's groups
-        // get the row they land on in the concatenated partitions, then are read in order.
-        let mut row_of: Vec<Vec<u32>> = sizes.iter().map(|&n| vec![u32::MAX; n]).collect();
-        let mut parts = Vec::with_capacity(merged.len());
-        let mut row = 0u32;
-        for m in merged {
-            let (first_seen, columns) = m?;
-            for (i, g) in first_seen {
-                row_of[i as usize][g as usize] = row;
-                row += 1;
-            }
-            parts.push(columns);
-        }
-        let order: Vec<u32> = row_of
-            .into_iter()
-            .flatten()
-            .filter(|&r| r != u32::MAX)
-            .collect();
-        let columns = (0..self.schema.len())
-            .map(|c| {
-                let pieces: Vec<Column> = parts.iter().map(|p| p[c].clone()).collect();
-                Ok(Column::concat(&pieces)?.take(&order))
-            })
-            .collect::<ExecResult<Vec<Column>>>()?;
-        Ok(vec![Batch::try_new(
-            self.schema.clone(),
-            columns,
-            order.len(),
-        )?])
-    }
 }
 
 #[cfg(test)]
@@ -364,8 +440,9 @@ mod tests {
     use super::*;
     use morsel_storage::test_rng::Rng;
 
-    /// Output schema: the two keys, then one column per aggregate (types as finished).
-    fn sink(threads: usize) -> AggregateSink {
+    /// Output schema: the keys (`k`, or `k` and `s`), then one column per aggregate (types
+    /// as finished).
+    fn sink(threads: usize, two_keys: bool) -> AggregateSink {
         let agg = |func, arg: Option<usize>, arg_type, distinct, constant| AggSpec {
             func,
             arg: arg.map(PhysExpr::Column),
@@ -401,21 +478,24 @@ mod tests {
             DataType::Float64,
             DataType::Int64,
         ];
+        let keys = if two_keys { 2 } else { 1 };
         let fields = types
             .iter()
             .enumerate()
+            .filter(|&(i, _)| i != 1 || two_keys)
             .map(|(i, t)| Field::new(format!("c{i}"), *t, true))
             .collect();
         AggregateSink {
-            group: vec![PhysExpr::Column(0), PhysExpr::Column(1)],
-            key_types: vec![DataType::Int64, DataType::Utf8],
+            group: (0..keys).map(PhysExpr::Column).collect(),
+            key_types: types[..keys].to_vec(),
             aggs,
             schema: Arc::new(Schema::new(fields)),
             threads,
         }
     }
 
-    /// Morsels of (k Int64, s Utf8, x Float64) rows, with NULLs and repeated keys.
+    /// Morsels of (k Int64, s Utf8, x Float64) rows, with NULLs and repeated keys, each in
+    /// two batches.
     fn morsels() -> Vec<Vec<Batch>> {
         let schema = Arc::new(Schema::new(vec![
             Field::new("k", DataType::Int64, true),
@@ -442,7 +522,9 @@ mod tests {
                     Column::Utf8(Utf8Column::from_strs(s)),
                     Column::Float64(PrimitiveColumn::from_options(x)),
                 ];
-                vec![Batch::try_new(schema.clone(), columns, rows).unwrap()]
+                let batch = Batch::try_new(schema.clone(), columns, rows).unwrap();
+                let cut = rows / 3;
+                vec![batch.slice(0, cut), batch.slice(cut, rows - cut)]
             })
             .collect()
     }
@@ -465,24 +547,87 @@ mod tests {
             .collect()
     }
 
+    const TABLE: fn(&BatchKeys) -> bool = |_| false;
+    const SCATTER: fn(&BatchKeys) -> bool = |_| true;
+
     #[test]
     fn partitioned_merge_equals_serial_merge_bit_for_bit() {
         let input = morsels();
-        let partials = |s: &AggregateSink| -> Vec<Partial> {
-            input
-                .iter()
-                .enumerate()
-                .map(|(i, m)| s.consume(i as u64, m.clone()).unwrap())
-                .collect()
+        let tables = |s: &AggregateSink| -> Vec<Partial> {
+            let grouped = |m: &Vec<Batch>| s.consume_grouped(m, TABLE).unwrap();
+            input.iter().map(grouped).collect()
         };
-        let serial = sink(1);
-        let expect = rows(&serial.merge_serial(partials(&serial)).unwrap());
+        let serial = sink(1, true);
+        let expect = rows(&serial.merge_serial(tables(&serial)).unwrap());
         assert!(expect.len() > 1000, "{} groups", expect.len());
         for threads in [1, 2, 8] {
-            let s = sink(threads);
-            let got = rows(&s.merge_partitioned(partials(&s)).unwrap());
+            let s = sink(threads, true);
+            let got = rows(&s.merge_partitioned(tables(&s)).unwrap());
             assert_eq!(got, expect, "{threads} threads");
         }
+    }
+
+    /// A morsel's rows scattered by key hash give what its group table gives, bit for bit:
+    /// every morsel scattered or every other one, at 1, 2 and 8 threads, with one integer
+    /// key (grouped by value) and with two keys (encoded).
+    #[test]
+    fn scattered_rows_equal_group_tables_bit_for_bit() {
+        let input = morsels();
+        for two_keys in [false, true] {
+            let serial = sink(1, two_keys);
+            let tables = input
+                .iter()
+                .map(|m| serial.consume_grouped(m, TABLE).unwrap())
+                .collect();
+            let expect = rows(&serial.merge_serial(tables).unwrap());
+            assert!(expect.len() > 300, "{} groups", expect.len());
+            for threads in [1, 2, 8] {
+                let s = sink(threads, two_keys);
+                for every in [1, 2] {
+                    let partials: Vec<Partial> = input
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| {
+                            let how = if i % every == 0 { SCATTER } else { TABLE };
+                            s.consume_grouped(m, how).unwrap()
+                        })
+                        .collect();
+                    let scattered = partials.iter().filter(|p| p.is_scattered()).count();
+                    assert_eq!(scattered, input.len().div_ceil(every));
+                    let got = rows(&s.merge_partitioned(partials).unwrap());
+                    assert_eq!(got, expect, "{threads} threads, every {every}");
+                }
+            }
+        }
+    }
+
+    /// A morsel is scattered only when its keys are distinct in about half its rows or more,
+    /// whether the keys are read by value or encoded, in whatever order they come.
+    #[test]
+    fn morsels_with_mostly_distinct_keys_are_scattered() {
+        let ints = |n: usize, f: &dyn Fn(usize) -> i64| {
+            Column::Int64(PrimitiveColumn::from_vec((0..n).map(f).collect()))
+        };
+        let decide = |col: Column| {
+            let one = std::slice::from_ref(&col);
+            let encoded = RowKeys::encode(one, col.len());
+            let hashes = (0..col.len()).map(|i| hash_key(encoded.key(i))).collect();
+            let by_value = many_groups(&BatchKeys::Int(&col));
+            assert_eq!(by_value, many_groups(&BatchKeys::Encoded(encoded, hashes)));
+            by_value
+        };
+        let mut r = Rng(11);
+        let random: Vec<i64> = (0..16_384).map(|_| r.below(1 << 40) as i64).collect();
+        assert!(decide(ints(16_384, &|i| i as i64 * 7)));
+        assert!(decide(ints(16_384, &|i| random[i])));
+        assert!(decide(ints(16_384, &|i| random[i] % 12_000)));
+        assert!(!decide(ints(16_384, &|i| random[i] % 16)));
+        assert!(!decide(ints(16_384, &|i| random[i] % 3_000)));
+        // Runs of four equal keys, and a cycle of 1000 keys: distinct in 1 of 4 and 1 of 16
+        // rows, though every row of the first thousand is new in the second.
+        assert!(!decide(ints(16_384, &|i| (i / 4) as i64)));
+        assert!(!decide(ints(16_384, &|i| (i % 1000) as i64)));
+        assert!(!decide(ints(1000, &|i| i as i64)));
     }
 
     /// Grouping by one integer-like key by value gives the ids and key bytes that encoding

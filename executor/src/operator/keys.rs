@@ -107,6 +107,16 @@ impl RowKeys {
     }
 
     #[inline]
+    /// Bytes of all keys together.
+    pub fn bytes_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Memory held: the key bytes, their offsets and the NULL flags.
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + self.offsets.capacity() * 8 + self.has_null.capacity()
+    }
+
     pub fn key(&self, i: usize) -> &[u8] {
         &self.bytes[self.offsets[i]..self.offsets[i + 1]]
     }
@@ -222,6 +232,17 @@ impl KeyList {
             arena: Vec::new(),
             offsets: vec![0],
             hashes: Vec::new(),
+        }
+    }
+
+    /// Room for `keys` keys of `bytes` bytes in all.
+    pub fn with_capacity(keys: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(keys + 1);
+        offsets.push(0);
+        Self {
+            arena: Vec::with_capacity(bytes),
+            offsets,
+            hashes: Vec::with_capacity(keys),
         }
     }
 

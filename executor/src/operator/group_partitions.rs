@@ -1,0 +1,387 @@
+//! The partitioned side of hash aggregation, for inputs with many groups. Groups are split
+//! into [`PARTITIONS`] partitions by a few bits of their key hash; each partition is reduced on
+//! its own, on the workers, and the groups are then put back in first-seen order.
+//!
+//! A partition receives one piece per morsel (or per run of morsels), in morsel order:
+//! - from morsels whose rows share few keys, the groups of their partial tables (keys and
+//!   states), dealt by the merge;
+//! - from a morsel where nearly every row is a new group, the rows themselves (key bytes and
+//!   argument values), scattered by the worker that read the morsel: no group table as large
+//!   as the morsel is built, and each partition's table stays small enough for the cache.
+//!
+//! A morsel's scattered rows first reduce into fresh states, which are then folded into the
+//! partition's: every group's states combine exactly as they would from the morsel's partial
+//! table, so which of the two a morsel takes changes the cost, never the bits of a result.
+
+use std::sync::Arc;
+
+use morsel_storage::{Batch, Column, DataType};
+
+use super::accumulator::Accumulator;
+use super::aggregate::{AggregateSink, BatchKeys, GroupTable, Partial};
+use super::keys::{encode_int, for_each_int, hash_key, KeyList};
+use crate::error::{ExecError, ExecResult};
+use crate::scheduler::parallel_map;
+
+/// Hash partitions (a constant: results never depend on it).
+pub const PARTITIONS: usize = 64;
+
+/// The partition of a key hash: bits the group tables' own probing does not lean on.
+fn partition(hash: u64) -> usize {
+    (hash >> 40) as usize % PARTITIONS
+}
+
+/// Partial tables dealt into partitions at a time by one task (so that a partition receives
+/// one piece per run of tables, not one per table).
+const TABLES_PER_PIECE: usize = 16;
+
+/// One batch of a morsel, its rows ordered by partition.
+struct ScatteredBatch {
+    /// The batch's first row within the morsel.
+    base: u32,
+    /// Row numbers within the batch, grouped by partition (in row order within each);
+    /// partition p's are at `starts[p]..starts[p + 1]`, here and in `keys` and `args`.
+    order: Vec<u32>,
+    starts: Vec<u32>,
+    /// The keys in `order` (so each partition reads its own run).
+    keys: SortedKeys,
+    /// Each aggregate's argument gathered in `order` (`None` for `count(*)`).
+    args: Vec<Option<Column>>,
+}
+
+/// A batch's group keys in partition order.
+enum SortedKeys {
+    /// Encoded keys with their hashes.
+    Encoded(KeyList),
+    /// The values of one integer-like key column of type `ty`, looked up by value.
+    Int {
+        ty: DataType,
+        values: Vec<Option<i64>>,
+    },
+}
+
+/// A morsel's rows ordered by the partition of their key hash, batch by batch.
+pub struct ScatteredRows {
+    /// Rows of the morsel so far.
+    rows: usize,
+    batches: Vec<ScatteredBatch>,
+}
+
+impl ScatteredRows {
+    pub fn new() -> Self {
+        Self {
+            rows: 0,
+            batches: Vec::new(),
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Memory held: keys, hashes, row order and argument values.
+    pub fn heap_bytes(&self) -> usize {
+        let batch = |b: &ScatteredBatch| {
+            let keys = match &b.keys {
+                SortedKeys::Encoded(k) => k.heap_bytes(),
+                SortedKeys::Int { values, .. } => values.capacity() * 16,
+            };
+            keys + (b.order.capacity() + b.starts.capacity()) * 4
+                + b.args
+                    .iter()
+                    .flatten()
+                    .map(Column::allocated_bytes)
+                    .sum::<usize>()
+        };
+        self.batches.iter().map(batch).sum()
+    }
+
+    /// Orders one batch's rows by partition: `args` are each aggregate's argument.
+    pub fn push_batch(&mut self, keys: BatchKeys, args: &[Option<Column>]) -> ExecResult<()> {
+        let base = u32::try_from(self.rows)
+            .map_err(|_| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
+        // Integer keys are read out by value once; every row's partition comes from the hash
+        // of its encoded key (as a table's groups' partitions do).
+        let keys = match keys {
+            BatchKeys::Encoded(keys, hashes) => Ok((keys, hashes)),
+            BatchKeys::Int(col) => {
+                let mut values = Vec::with_capacity(col.len());
+                for_each_int(col, |_, v| values.push(v));
+                Err((col.data_type(), values))
+            }
+        };
+        let parts: Vec<u8> = match &keys {
+            Ok((_, hashes)) => hashes.iter().map(|&h| partition(h) as u8).collect(),
+            Err((ty, values)) => values
+                .iter()
+                .map(|&v| partition(hash_key(encode_int(v, *ty, &mut [0u8; 9]))) as u8)
+                .collect(),
+        };
+        // A counting sort by partition, stable.
+        let mut starts = vec![0u32; PARTITIONS + 1];
+        for &p in &parts {
+            starts[p as usize + 1] += 1;
+        }
+        for p in 0..PARTITIONS {
+            starts[p + 1] += starts[p];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0u32; parts.len()];
+        for (i, &p) in parts.iter().enumerate() {
+            let slot = &mut next[p as usize];
+            order[*slot as usize] = i as u32;
+            *slot += 1;
+        }
+        let keys = match keys {
+            Ok((keys, hashes)) => {
+                let mut sorted = KeyList::with_capacity(order.len(), keys.bytes_len());
+                for &i in &order {
+                    sorted.push(keys.key(i as usize), hashes[i as usize]);
+                }
+                SortedKeys::Encoded(sorted)
+            }
+            Err((ty, values)) => SortedKeys::Int {
+                ty,
+                values: order.iter().map(|&i| values[i as usize]).collect(),
+            },
+        };
+        let args = args
+            .iter()
+            .map(|a| a.as_ref().map(|c| c.take(&order)))
+            .collect();
+        self.rows += order.len();
+        self.batches.push(ScatteredBatch {
+            base,
+            order,
+            starts,
+            keys,
+            args,
+        });
+        Ok(())
+    }
+}
+
+/// One partition's share of a run of partial tables: where each group came from (table,
+/// id), its key and its states, in morsel order.
+struct GroupPiece {
+    from: Vec<(u32, u32)>,
+    keys: KeyList,
+    accs: Vec<Accumulator>,
+}
+
+/// What a partition receives from one morsel or run of morsels.
+enum Piece {
+    Groups(GroupPiece),
+    /// A morsel's rows (shared by every partition's piece).
+    Rows {
+        morsel: u32,
+        rows: Arc<ScatteredRows>,
+    },
+}
+
+/// Where each of a reduced partition's groups was first seen (partial, position), and its
+/// output columns, groups in the same order.
+type ReducedPartition = (Vec<(u32, u32)>, Vec<Column>);
+
+/// Consecutive partials to deal together: a run of tables, or one morsel's scattered rows.
+enum Unit {
+    Tables(u32, Vec<GroupTable>),
+    Rows(u32, ScatteredRows),
+}
+
+impl AggregateSink {
+    /// Merges by hash partition on the workers, then restores first-seen order.
+    pub(super) fn merge_partitioned(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
+        // Each partial's positions (a table's groups, or a morsel's rows): first-seen order
+        // is by partial, then by position.
+        let mut sizes = Vec::with_capacity(partials.len());
+        let mut units: Vec<Unit> = Vec::new();
+        for (i, p) in partials.into_iter().enumerate() {
+            let i = i as u32;
+            match p {
+                Partial::Table(t) => {
+                    sizes.push(t.keys.len());
+                    match units.last_mut() {
+                        Some(Unit::Tables(_, run)) if run.len() < TABLES_PER_PIECE => run.push(t),
+                        _ => units.push(Unit::Tables(i, vec![t])),
+                    }
+                }
+                Partial::Rows(r) => {
+                    sizes.push(r.rows);
+                    units.push(Unit::Rows(i, r));
+                }
+            }
+        }
+        let dealt = parallel_map(self.threads, units, |_, unit| match unit {
+            Unit::Tables(first, run) => Ok::<_, ExecError>(
+                self.deal_tables(first, run)?
+                    .into_iter()
+                    .map(Piece::Groups)
+                    .collect(),
+            ),
+            Unit::Rows(morsel, rows) => {
+                let rows = Arc::new(rows);
+                Ok((0..PARTITIONS)
+                    .map(|_| Piece::Rows {
+                        morsel,
+                        rows: rows.clone(),
+                    })
+                    .collect::<Vec<Piece>>())
+            }
+        });
+        let mut by_partition: Vec<Vec<Piece>> = (0..PARTITIONS).map(|_| Vec::new()).collect();
+        for pieces in dealt {
+            for (part, piece) in by_partition.iter_mut().zip(pieces?) {
+                part.push(piece);
+            }
+        }
+        let merged = parallel_map(self.threads, by_partition, |p, pieces| {
+            self.reduce_partition(p, pieces)
+        });
+        // Each partial's positions get the row they land on in the concatenated partitions;
+        // reading them by partial and position gives first-seen order.
+        let mut row_of: Vec<Vec<u32>> = sizes.iter().map(|&n| vec![u32::MAX; n]).collect();
+        let mut parts = Vec::with_capacity(merged.len());
+        let mut row = 0u32;
+        for m in merged {
+            let (first_seen, columns) = m?;
+            for (i, g) in first_seen {
+                row_of[i as usize][g as usize] = row;
+                row += 1;
+            }
+            parts.push(columns);
+        }
+        let order: Vec<u32> = row_of
+            .into_iter()
+            .flatten()
+            .filter(|&r| r != u32::MAX)
+            .collect();
+        let columns = (0..self.schema.len())
+            .map(|c| {
+                let pieces: Vec<Column> = parts.iter().map(|p| p[c].clone()).collect();
+                Ok(Column::concat(&pieces)?.take(&order))
+            })
+            .collect::<ExecResult<Vec<Column>>>()?;
+        Ok(vec![Batch::try_new(
+            self.schema.clone(),
+            columns,
+            order.len(),
+        )?])
+    }
+
+    /// Deals the groups of a run of tables (the first being partial number `first`) into
+    /// partitions, copying their keys and moving their states.
+    fn deal_tables(&self, first: u32, run: Vec<GroupTable>) -> ExecResult<Vec<GroupPiece>> {
+        let mut pieces = (0..PARTITIONS)
+            .map(|_| {
+                Ok(GroupPiece {
+                    from: Vec::new(),
+                    keys: KeyList::new(),
+                    accs: self.new_accs()?,
+                })
+            })
+            .collect::<ExecResult<Vec<GroupPiece>>>()?;
+        let mut ids: Vec<Vec<u32>> = vec![Vec::new(); PARTITIONS];
+        for (k, mut t) in run.into_iter().enumerate() {
+            let i = first + k as u32;
+            ids.iter_mut().for_each(Vec::clear);
+            for g in 0..t.keys.len() {
+                ids[partition(t.keys.hash(g))].push(g as u32);
+            }
+            for (piece, ids) in pieces.iter_mut().zip(&ids) {
+                for &g in ids {
+                    piece
+                        .keys
+                        .push(t.keys.key(g as usize), t.keys.hash(g as usize));
+                    piece.from.push((i, g));
+                }
+                for (acc, into) in t.accs.iter_mut().zip(&mut piece.accs) {
+                    acc.move_groups(ids, into)?;
+                }
+            }
+        }
+        Ok(pieces)
+    }
+
+    /// Reduces partition `p`'s pieces in morsel order: its output columns, and where each of
+    /// its groups was first seen (partial, position), in output order.
+    fn reduce_partition(
+        &self,
+        p: usize,
+        pieces: Vec<Piece>,
+    ) -> ExecResult<ReducedPartition> {
+        let mut t = self.new_table()?;
+        let mut first_seen: Vec<(u32, u32)> = Vec::new();
+        // A morsel's local group id for each of the partition's groups (MAX: none yet).
+        let mut local_of: Vec<u32> = Vec::new();
+        for piece in pieces {
+            match piece {
+                Piece::Groups(piece) => {
+                    let mut mapping = Vec::with_capacity(piece.from.len());
+                    for (k, &from) in piece.from.iter().enumerate() {
+                        let (id, new) = t.keys.intern(piece.keys.key(k), piece.keys.hash(k));
+                        if new {
+                            first_seen.push(from);
+                        }
+                        mapping.push(id);
+                    }
+                    for (acc, part) in t.accs.iter_mut().zip(piece.accs) {
+                        acc.resize(t.keys.len());
+                        acc.merge(part, &mapping)?;
+                    }
+                }
+                Piece::Rows { morsel, rows } => {
+                    // The morsel's groups in this partition, in first-seen order, as the
+                    // partition's ids: the fresh states' ids map through it.
+                    let mut mapping: Vec<u32> = Vec::new();
+                    let mut local = self.new_accs()?;
+                    let mut ids = Vec::new();
+                    // Groups that came from tables have no slot yet.
+                    local_of.resize(t.keys.len(), u32::MAX);
+                    for b in &rows.batches {
+                        let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
+                        ids.clear();
+                        let mut add = |k: usize, (g, new): (u32, bool)| {
+                            if new {
+                                first_seen.push((morsel, b.base + b.order[k]));
+                                local_of.push(u32::MAX);
+                            }
+                            let l = &mut local_of[g as usize];
+                            if *l == u32::MAX {
+                                *l = mapping.len() as u32;
+                                mapping.push(g);
+                            }
+                            ids.push(*l);
+                        };
+                        match &b.keys {
+                            SortedKeys::Encoded(keys) => {
+                                for k in start..end {
+                                    add(k, t.keys.intern(keys.key(k), keys.hash(k)));
+                                }
+                            }
+                            SortedKeys::Int { ty, values } => {
+                                for (k, &v) in values.iter().enumerate().take(end).skip(start) {
+                                    add(k, t.ints.id(v, *ty, &mut t.keys));
+                                }
+                            }
+                        }
+                        for (acc, arg) in local.iter_mut().zip(&b.args) {
+                            let arg = arg.as_ref().map(|c| c.slice(start, end - start));
+                            acc.resize(mapping.len());
+                            acc.update(&ids, arg.as_ref())?;
+                        }
+                    }
+                    for &g in &mapping {
+                        local_of[g as usize] = u32::MAX;
+                    }
+                    for (acc, part) in t.accs.iter_mut().zip(local) {
+                        acc.resize(t.keys.len());
+                        acc.merge(part, &mapping)?;
+                    }
+                }
+            }
+        }
+        let columns = self.output(t.keys.keys(), t.accs)?;
+        Ok((first_seen, columns))
+    }
+}
