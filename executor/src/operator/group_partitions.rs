@@ -79,6 +79,12 @@ impl ScatteredRows {
         self.rows
     }
 
+    /// Rows of the morsel in partition `p`.
+    fn rows_in(&self, p: usize) -> usize {
+        let batch = |b: &ScatteredBatch| (b.starts[p + 1] - b.starts[p]) as usize;
+        self.batches.iter().map(batch).sum()
+    }
+
     /// Memory held: keys, hashes, row order and argument values.
     pub fn heap_bytes(&self) -> usize {
         let batch = |b: &ScatteredBatch| {
@@ -256,12 +262,12 @@ impl AggregateSink {
             .flatten()
             .filter(|&r| r != u32::MAX)
             .collect();
-        let columns = (0..self.schema.len())
-            .map(|c| {
-                let pieces: Vec<Column> = parts.iter().map(|p| p[c].clone()).collect();
-                Ok(Column::concat(&pieces)?.take(&order))
-            })
-            .collect::<ExecResult<Vec<Column>>>()?;
+        let columns = parallel_map(self.threads, (0..self.schema.len()).collect(), |_, c| {
+            let pieces: Vec<Column> = parts.iter().map(|p| p[c].clone()).collect();
+            Ok(Column::concat(&pieces)?.take(&order))
+        })
+        .into_iter()
+        .collect::<ExecResult<Vec<Column>>>()?;
         Ok(vec![Batch::try_new(
             self.schema.clone(),
             columns,
@@ -305,15 +311,22 @@ impl AggregateSink {
 
     /// Reduces partition `p`'s pieces in morsel order: its output columns, and where each of
     /// its groups was first seen (partial, position), in output order.
-    fn reduce_partition(
-        &self,
-        p: usize,
-        pieces: Vec<Piece>,
-    ) -> ExecResult<ReducedPartition> {
+    fn reduce_partition(&self, p: usize, pieces: Vec<Piece>) -> ExecResult<ReducedPartition> {
         let mut t = self.new_table()?;
+        // Room for every group the pieces could hold (a scattered morsel's keys are mostly
+        // distinct), so that the table is not rebuilt as it grows.
+        let room: usize = pieces
+            .iter()
+            .map(|piece| match piece {
+                Piece::Groups(g) => g.from.len(),
+                Piece::Rows { rows, .. } => rows.rows_in(p),
+            })
+            .sum();
+        t.keys.reserve(room);
         let mut first_seen: Vec<(u32, u32)> = Vec::new();
         // A morsel's local group id for each of the partition's groups (MAX: none yet).
         let mut local_of: Vec<u32> = Vec::new();
+        let (mut mapping, mut ids) = (Vec::new(), Vec::new());
         for piece in pieces {
             match piece {
                 Piece::Groups(piece) => {
@@ -330,12 +343,12 @@ impl AggregateSink {
                         acc.merge(part, &mapping)?;
                     }
                 }
+                Piece::Rows { rows, .. } if rows.rows_in(p) == 0 => {}
                 Piece::Rows { morsel, rows } => {
                     // The morsel's groups in this partition, in first-seen order, as the
                     // partition's ids: the fresh states' ids map through it.
-                    let mut mapping: Vec<u32> = Vec::new();
+                    mapping.clear();
                     let mut local = self.new_accs()?;
-                    let mut ids = Vec::new();
                     // Groups that came from tables have no slot yet.
                     local_of.resize(t.keys.len(), u32::MAX);
                     for b in &rows.batches {

@@ -343,6 +343,14 @@ impl KeyInterner {
         }
     }
 
+    /// Makes room for `more` keys beyond those interned.
+    pub fn reserve(&mut self, more: usize) {
+        let keys = &self.keys;
+        self.table.reserve(more, |&g| keys.hash(g as usize));
+        self.keys.offsets.reserve(more);
+        self.keys.hashes.reserve(more);
+    }
+
     /// The interned keys, by id.
     pub fn keys(&self) -> &KeyList {
         &self.keys
