@@ -505,24 +505,45 @@ where
     if divides && (0..n).any(|j| y[j] == T::default() && valid(j)) {
         return Err("division by zero");
     }
-    let f: fn(T, T) -> Option<T> = match op {
-        BinaryOp::Plus => T::add,
-        BinaryOp::Minus => T::sub,
-        BinaryOp::Multiply => T::mul,
-        BinaryOp::Modulo => T::rem,
-        _ => T::div,
+    // One loop per operator (a function item, not a pointer, so that it inlines).
+    let overflow = match op {
+        BinaryOp::Plus => checked_zip_map(x, y, d, valid, T::add),
+        BinaryOp::Minus => checked_zip_map(x, y, d, valid, T::sub),
+        BinaryOp::Multiply => checked_zip_map(x, y, d, valid, T::mul),
+        BinaryOp::Modulo => checked_zip_map(x, y, d, valid, T::rem),
+        _ => checked_zip_map(x, y, d, valid, T::div),
     };
-    let mut overflow = false;
-    for j in 0..n {
-        let r = f(x[j], y[j]);
-        overflow |= r.is_none() && valid(j);
-        d[j] = r.unwrap_or_default();
-    }
     if overflow {
         Err("overflow")
     } else {
         Ok(())
     }
+}
+
+/// `d[j] = f(x[j], y[j])`.
+#[inline(always)]
+fn zip_map<T: Copy>(x: &[T], y: &[T], d: &mut [T], f: impl Fn(T, T) -> T) {
+    for ((d, &a), &b) in d.iter_mut().zip(x).zip(y) {
+        *d = f(a, b);
+    }
+}
+
+/// `d[j] = f(x[j], y[j])`, 0 where `f` fails; whether it failed on a valid row.
+#[inline(always)]
+fn checked_zip_map<T: Copy + Default>(
+    x: &[T],
+    y: &[T],
+    d: &mut [T],
+    valid: &dyn Fn(usize) -> bool,
+    f: impl Fn(T, T) -> Option<T>,
+) -> bool {
+    let mut failed = false;
+    for (j, ((d, &a), &b)) in d.iter_mut().zip(x).zip(y).enumerate() {
+        let r = f(a, b);
+        failed |= r.is_none() && valid(j);
+        *d = r.unwrap_or_default();
+    }
+    failed
 }
 
 /// The checked operations of the integer kernels.
@@ -563,15 +584,14 @@ fn arith(op: BinaryOp, a: &Reg, b: &Reg, dst: &mut Reg, n: usize) -> ExecResult<
     let valid = |j: usize| dst.all_valid || dst.valid[j];
     let failed = match (&a.vals, &b.vals, &mut dst.vals) {
         (Vals::F64(x), Vals::F64(y), Vals::F64(d)) => {
-            let f: fn(f64, f64) -> f64 = match op {
-                BinaryOp::Plus => |a, b| a + b,
-                BinaryOp::Minus => |a, b| a - b,
-                BinaryOp::Multiply => |a, b| a * b,
-                BinaryOp::Modulo => |a, b| a % b,
-                _ => |a, b| a / b,
-            };
-            for j in 0..n {
-                d[j] = f(x[j], y[j]);
+            let (x, y, d) = (&x[..n], &y[..n], &mut d[..n]);
+            // One loop per operator, so that each compiles to vector instructions.
+            match op {
+                BinaryOp::Plus => zip_map(x, y, d, |a, b| a + b),
+                BinaryOp::Minus => zip_map(x, y, d, |a, b| a - b),
+                BinaryOp::Multiply => zip_map(x, y, d, |a, b| a * b),
+                BinaryOp::Modulo => zip_map(x, y, d, |a, b| a % b),
+                _ => zip_map(x, y, d, |a, b| a / b),
             }
             None
         }

@@ -54,7 +54,7 @@ pub fn round_f64(v: f64, digits: i64) -> f64 {
 /// `abs` over integers; the smallest value has no absolute value, which is an overflow.
 fn int_abs<T: NativeType>(
     x: &PrimitiveColumn<T>,
-    abs: fn(T) -> Option<T>,
+    abs: impl Fn(T) -> Option<T>,
     ty: DataType,
 ) -> ExecResult<PrimitiveColumn<T>> {
     let mut out = Vec::with_capacity(x.len());
