@@ -568,6 +568,7 @@ fn sort_sink(
             .collect::<ExecResult<_>>()?,
         schema: storage_schema(in_schema),
         limit,
+        threads: ctx.threads,
     })
 }
 

@@ -10,6 +10,7 @@ mod group_partitions;
 pub mod hash_join;
 pub mod keys;
 pub mod limit;
+mod par_sort;
 pub mod project;
 pub mod sort;
 pub mod window;

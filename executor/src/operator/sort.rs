@@ -10,10 +10,11 @@ use std::cmp::Ordering;
 
 use morsel_storage::{Batch, Column, SchemaRef};
 
+use super::par_sort::{par_sort_by, par_sort_by_buckets};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::compare::cmp_rows;
-use crate::scheduler::Sink;
+use crate::scheduler::{parallel_map, Sink};
 
 pub struct SortKey {
     pub expr: PhysExpr,
@@ -136,53 +137,99 @@ fn normalized_keys(keys: &[KeyColumn], n: usize) -> (Vec<u64>, usize, Option<usi
                 .collect(),
             Column::Utf8(_) => unreachable!("strings were handled above"),
         };
-        let nulls = c.null_count() > 0;
-        words_per_key.push(
-            value
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    if nulls && !c.is_valid(i) {
-                        0
-                    } else {
-                        invert(v)
-                    }
-                })
-                .collect(),
-        );
+        let mut value: Vec<u64> = value.into_iter().map(invert).collect();
+        if c.null_count() > 0 {
+            // NULLs are told apart by their own word: their value word takes the smallest
+            // valid value, so that it widens nothing when words are packed.
+            let valid = (0..n).filter(|&i| c.is_valid(i));
+            let fill = valid.map(|i| value[i]).min().unwrap_or(0);
+            for (i, v) in value.iter_mut().enumerate() {
+                if !c.is_valid(i) {
+                    *v = fill;
+                }
+            }
+        }
+        words_per_key.push(value);
     }
-    let w = words_per_key.len();
-    let mut words = vec![0u64; n * w];
-    for (k, column) in words_per_key.iter().enumerate() {
-        for (row, v) in column.iter().enumerate() {
-            words[row * w + k] = *v;
+    let (words, w) = pack_words(&words_per_key, n);
+    (words, w, undecided)
+}
+
+/// Packs word columns into as few row-major words as they fit: each column keeps only the
+/// bits its values span (less its minimum), and columns share a word while they fit. Rows
+/// compare in the same order, and are equal in the same cases, as they did over the columns;
+/// a column that is constant drops out.
+fn pack_words(columns: &[Vec<u64>], n: usize) -> (Vec<u64>, usize) {
+    // (column, its minimum, its bits), grouped into words.
+    let mut layout: Vec<Vec<(&[u64], u64, u32)>> = Vec::new();
+    let mut used = 64;
+    for column in columns {
+        let (min, max) = column
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let bits = 64 - max.wrapping_sub(min).leading_zeros();
+        if n == 0 || bits == 0 {
+            continue;
+        }
+        if used + bits > 64 {
+            layout.push(Vec::new());
+            used = 0;
+        }
+        used += bits;
+        if let Some(word) = layout.last_mut() {
+            word.push((column.as_slice(), min, bits));
         }
     }
-    (words, w, undecided)
+    let w = layout.len();
+    let mut words = vec![0u64; n * w];
+    for (k, fields) in layout.iter().enumerate() {
+        for &(column, min, bits) in fields {
+            for (row, &v) in column.iter().enumerate() {
+                let word = &mut words[row * w + k];
+                *word = word.checked_shl(bits).unwrap_or(0) | (v - min);
+            }
+        }
+    }
+    (words, w)
 }
 
 /// Sorts `(key, row)` pairs (so ties keep row order) and returns the rows; only the first
 /// `limit` if given.
-fn sort_pairs<K: Ord + Copy>(mut pairs: Vec<(K, u32)>, limit: Option<usize>) -> Vec<u32> {
+fn sort_pairs<K: Ord + Copy + Send + Sync>(
+    pairs: Vec<(K, u32)>,
+    limit: Option<usize>,
+    threads: usize,
+) -> Vec<u32> {
+    let sorted = sort_distinct(pairs, limit, threads);
+    sorted.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Sorts elements that are all distinct; only the first `limit` if given.
+fn sort_distinct<T: Ord + Copy + Send + Sync>(
+    mut v: Vec<T>,
+    limit: Option<usize>,
+    threads: usize,
+) -> Vec<T> {
     match limit {
-        Some(k) if k < pairs.len() => {
+        Some(k) if k < v.len() => {
             if k == 0 {
                 return Vec::new();
             }
-            pairs.select_nth_unstable(k - 1);
-            pairs.truncate(k);
-            pairs.sort_unstable();
+            v.select_nth_unstable(k - 1);
+            v.truncate(k);
+            v.sort_unstable();
         }
-        _ => pairs.sort_unstable(),
+        _ => par_sort_by(&mut v, threads, |a, b| a.cmp(b)),
     }
-    pairs.into_iter().map(|(_, r)| r).collect()
+    v
 }
 
-/// The row order of `n` rows by `keys`, ties by position; only the first `limit` if given.
+/// The row order of `n` rows by `keys`, ties by position; only the first `limit` if given;
+/// a full sort runs on up to `threads` workers (the order is the same for any number).
 /// Keys are first normalized to unsigned words, so the sort compares integers (up to four
 /// words per row as one integer or array, more as slices); after a string longer than the
 /// words hold, rows whose words tie compare the keys themselves.
-pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u32> {
+pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>, threads: usize) -> Vec<u32> {
     let (words, w, undecided) = normalized_keys(keys, n);
     if let Some(from) = undecided {
         // A long string key: the words order most pairs; equal words compare the keys
@@ -195,26 +242,51 @@ pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u3
                 .then_with(|| cmp_keys(rest, a, b))
                 .then(a.cmp(&b))
         };
-        return sorted_by(n, limit, cmp);
+        return sorted_by(n, limit, threads, cmp);
     }
     match w {
+        // Every row equal: position order.
+        0 => (0..n.min(limit.unwrap_or(n)) as u32).collect(),
         1 => {
+            let bits = bits_of(words.iter().copied());
+            let row_bits = 64 - (n as u64).leading_zeros();
+            if bits + row_bits <= 64 {
+                // Key and row in one integer.
+                let keys = (0..n).map(|r| (words[r] << row_bits) | r as u64).collect();
+                let mask = (1u64 << row_bits) - 1;
+                let sorted = match limit {
+                    None => par_sort_by_buckets(keys, threads, bits + row_bits, |&k| k),
+                    Some(_) => sort_distinct(keys, limit, threads),
+                };
+                return sorted.into_iter().map(|k| (k & mask) as u32).collect();
+            }
             let pairs = (0..n).map(|r| (words[r], r as u32)).collect();
-            sort_pairs(pairs, limit)
+            match limit {
+                None => par_sort_by_buckets(pairs, threads, bits, |&(k, _)| k)
+                    .into_iter()
+                    .map(|(_, r)| r)
+                    .collect(),
+                Some(_) => sort_pairs(pairs, limit, threads),
+            }
         }
         2 => {
+            let bits = bits_of((0..n).map(|r| words[2 * r]));
             let pairs = (0..n)
                 .map(|r| {
-                    (
-                        (u128::from(words[2 * r]) << 64) | u128::from(words[2 * r + 1]),
-                        r as u32,
-                    )
+                    let key = (u128::from(words[2 * r]) << 64) | u128::from(words[2 * r + 1]);
+                    (key, r as u32)
                 })
                 .collect();
-            sort_pairs(pairs, limit)
+            match limit {
+                None => par_sort_by_buckets(pairs, threads, bits, |&(k, _)| (k >> 64) as u64)
+                    .into_iter()
+                    .map(|(_, r)| r)
+                    .collect(),
+                Some(_) => sort_pairs(pairs, limit, threads),
+            }
         }
-        3 => sort_pairs(word_arrays::<3>(&words, n), limit),
-        4 => sort_pairs(word_arrays::<4>(&words, n), limit),
+        3 => sort_pairs(word_arrays::<3>(&words, n), limit, threads),
+        4 => sort_pairs(word_arrays::<4>(&words, n), limit, threads),
         _ => {
             let cmp = |a: &u32, b: &u32| {
                 let (a, b) = (*a as usize, *b as usize);
@@ -222,9 +294,14 @@ pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>) -> Vec<u3
                     .cmp(&words[b * w..(b + 1) * w])
                     .then(a.cmp(&b))
             };
-            sorted_by(n, limit, cmp)
+            sorted_by(n, limit, threads, cmp)
         }
     }
+}
+
+/// The bits the largest of `words` needs.
+fn bits_of(words: impl Iterator<Item = u64>) -> u32 {
+    64 - words.max().map_or(0, u64::leading_zeros)
 }
 
 /// Each row's `W` key words as one array (arrays compare word by word), with the row.
@@ -235,7 +312,12 @@ fn word_arrays<const W: usize>(words: &[u64], n: usize) -> Vec<([u64; W], u32)> 
 }
 
 /// Rows `0..n` in `cmp` order (a total order); only the first `limit` if given.
-fn sorted_by(n: usize, limit: Option<usize>, cmp: impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
+fn sorted_by(
+    n: usize,
+    limit: Option<usize>,
+    threads: usize,
+    cmp: impl Fn(&u32, &u32) -> Ordering + Sync,
+) -> Vec<u32> {
     let mut perm: Vec<u32> = (0..n as u32).collect();
     match limit {
         Some(k) if k < n => {
@@ -246,7 +328,7 @@ fn sorted_by(n: usize, limit: Option<usize>, cmp: impl Fn(&u32, &u32) -> Orderin
             perm.truncate(k);
             perm.sort_unstable_by(&cmp);
         }
-        _ => perm.sort_unstable_by(&cmp),
+        _ => par_sort_by(&mut perm, threads, cmp),
     }
     perm
 }
@@ -256,6 +338,8 @@ pub struct SortSink {
     pub schema: SchemaRef,
     /// Keep only the first rows (Top-K: the limit plus offset above the sort).
     pub limit: Option<usize>,
+    /// Workers for the final sort.
+    pub threads: usize,
 }
 
 impl SortSink {
@@ -267,8 +351,10 @@ impl SortSink {
             .iter()
             .map(|k| Ok((k.expr.evaluate(&all)?, k.asc, k.nulls_first)))
             .collect::<ExecResult<Vec<KeyColumn>>>()?;
-        let perm = sorted_rows(&keys, all.num_rows(), self.limit);
-        let columns = all.columns().iter().map(|c| c.take(&perm)).collect();
+        let perm = sorted_rows(&keys, all.num_rows(), self.limit, self.threads);
+        let columns = parallel_map(self.threads, all.columns().iter().collect(), |_, c| {
+            c.take(&perm)
+        });
         Ok(Batch::try_new(self.schema.clone(), columns, perm.len())?)
     }
 }
@@ -292,7 +378,8 @@ impl Sink for SortSink {
                 self.keys.len()
             ),
             None => format!(
-                "full sort by {} key(s) after the input ends (single-threaded)",
+                "full sort by {} key(s) after the input ends, on the workers (keys packed into \
+                 integers)",
                 self.keys.len()
             ),
         }];
@@ -337,9 +424,9 @@ mod tests {
         let col = Column::Int64(PrimitiveColumn::new(Buffer::from_vec(values), None));
         for asc in [true, false] {
             let keys = vec![(col.clone(), asc, false)];
-            let full = sorted_rows(&keys, 1000, None);
+            let full = sorted_rows(&keys, 1000, None, 1);
             for k in [0, 1, 5, 142, 999, 1000, 2000] {
-                let top = sorted_rows(&keys, 1000, Some(k));
+                let top = sorted_rows(&keys, 1000, Some(k), 1);
                 assert_eq!(top, full[..k.min(1000)], "k = {k}, asc = {asc}");
             }
         }
@@ -359,8 +446,13 @@ mod tests {
             f64::NEG_INFINITY,
             2.0,
         ];
-        for _ in 0..300 {
-            let n = 1 + next(60) as usize;
+        for round in 0..300 {
+            // Now and then enough rows for the full sort to run on several workers.
+            let n = if round % 60 == 0 {
+                40_000 + next(100) as usize
+            } else {
+                1 + next(60) as usize
+            };
             let mut keys: Vec<KeyColumn> = Vec::new();
             for _ in 0..1 + next(3) {
                 let nulls = next(2) == 0;
@@ -415,9 +507,11 @@ mod tests {
             }
             let mut expect: Vec<u32> = (0..n as u32).collect();
             expect.sort_by(|a, b| cmp_keys(&keys, *a as usize, *b as usize));
-            assert_eq!(sorted_rows(&keys, n, None), expect);
+            for threads in [1, 3] {
+                assert_eq!(sorted_rows(&keys, n, None, threads), expect);
+            }
             let k = next(n as u64 + 1) as usize;
-            assert_eq!(sorted_rows(&keys, n, Some(k)), expect[..k]);
+            assert_eq!(sorted_rows(&keys, n, Some(k), 1), expect[..k]);
         }
     }
 }
