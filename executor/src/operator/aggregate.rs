@@ -12,14 +12,17 @@
 //! order as the serial merge, so the two give the same bits.
 
 use foldhash::fast::FixedState;
-use hashbrown::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::{HashMap, HashTable};
 use morsel_planner::AggFunc;
-use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef};
+use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef, Utf8Column};
 
 use super::accumulator::Accumulator;
 use super::group_partitions::{ScatteredRows, PARTITIONS};
 use super::keys::{
-    decode_keys, encode_int, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
+    bytes_eq, decode_keys, encode_int, encode_str, for_each_int, hash_key, is_int_column,
+    str_of_key, KeyInterner, KeyList, RowKeys,
 };
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
@@ -55,13 +58,16 @@ const SCATTER_DISTINCT_PER_ROWS: usize = 2;
 /// bits by hash; the share of bits left clear tells how many distinct keys there were).
 const SKETCH_BITS: usize = 1 << 15;
 
-/// A first batch of fewer rows keeps a group table (grouping it is cheap either way).
+/// A first batch of fewer rows keeps a group table (grouping it is cheap either way); also
+/// the rows after which the keys seen so far are first checked.
 const MIN_SCATTER_ROWS: usize = 1024;
 
 /// A batch's group keys, as the grouping paths read them.
 pub enum BatchKeys<'a> {
     /// One integer-like key column, grouped by value.
     Int(&'a Column),
+    /// One text key column, grouped by its bytes.
+    Str(&'a Utf8Column),
     /// Encoded keys and their hashes.
     Encoded(RowKeys, Vec<u64>),
 }
@@ -70,6 +76,7 @@ impl BatchKeys<'_> {
     pub fn rows(&self) -> usize {
         match self {
             BatchKeys::Int(c) => c.len(),
+            BatchKeys::Str(c) => c.len(),
             BatchKeys::Encoded(_, hashes) => hashes.len(),
         }
     }
@@ -95,6 +102,8 @@ pub struct GroupTable {
     /// For one integer-like group key: its interned ids by value, so that rows look their
     /// group up without encoding and hashing bytes.
     pub(super) ints: IntIds,
+    /// For one text group key: its interned ids by the string's bytes (not encoded).
+    strs: StrIds,
 }
 
 impl GroupTable {
@@ -107,6 +116,7 @@ impl GroupTable {
                 .map(|(i, &hash)| self.keys.intern(encoded.key(i), hash).0)
                 .collect(),
             BatchKeys::Int(col) => self.ints.ids(col, &mut self.keys),
+            BatchKeys::Str(col) => self.strs.ids(col, &mut self.keys),
         };
         for (acc, arg) in self.accs.iter_mut().zip(args) {
             acc.resize(self.keys.len());
@@ -117,8 +127,10 @@ impl GroupTable {
 }
 
 /// Whether a morsel should scatter its rows, from its first batch's keys: when their
-/// distinct count, estimated over all rows, is at least half the rows. The first
-/// [`MIN_SCATTER_ROWS`] rows alone decide for a table when they set few bits (few keys).
+/// distinct count, estimated over all rows, is at least half the rows. Keys seen so far are
+/// checked after [`MIN_SCATTER_ROWS`] rows and four times that: distinct keys only get
+/// rarer as more rows come, so fewer than half distinct by then settles it for a table
+/// without reading the rest.
 fn many_groups(keys: &BatchKeys) -> bool {
     let rows = keys.rows();
     if rows < MIN_SCATTER_ROWS {
@@ -127,34 +139,32 @@ fn many_groups(keys: &BatchKeys) -> bool {
     let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
     // Integers hash by one multiplication: its top bits spread even consecutive values.
     let int_hash = |v: Option<i64>| v.map_or(FIBONACCI, |x| (x as u64).wrapping_mul(FIBONACCI));
-    let few =
-        |sketch: &Sketch| sketch.bits_set() * SCATTER_DISTINCT_PER_ROWS * 2 < MIN_SCATTER_ROWS;
-    match keys {
-        BatchKeys::Encoded(_, hashes) => {
-            hashes[..MIN_SCATTER_ROWS]
-                .iter()
-                .for_each(|&h| sketch.set(h));
-            if few(&sketch) {
-                return false;
-            }
-            hashes[MIN_SCATTER_ROWS..]
-                .iter()
-                .for_each(|&h| sketch.set(h));
+    let mut seen = 0;
+    for upto in [MIN_SCATTER_ROWS, 4 * MIN_SCATTER_ROWS, rows] {
+        let upto = upto.min(rows);
+        if upto <= seen {
+            continue;
         }
-        BatchKeys::Int(col) => {
-            for_each_int(&col.slice(0, MIN_SCATTER_ROWS), |_, v| {
-                sketch.set(int_hash(v))
-            });
-            if few(&sketch) {
-                return false;
+        match keys {
+            BatchKeys::Encoded(_, hashes) => {
+                hashes[seen..upto].iter().for_each(|&h| sketch.set(h));
             }
-            let rest = col.slice(MIN_SCATTER_ROWS, rows - MIN_SCATTER_ROWS);
-            for_each_int(&rest, |_, v| sketch.set(int_hash(v)));
+            BatchKeys::Int(col) => {
+                let part = col.slice(seen, upto - seen);
+                for_each_int(&part, |_, v| sketch.set(int_hash(v)));
+            }
+            BatchKeys::Str(col) => (seen..upto).for_each(|i| {
+                let valid = col.is_valid(i);
+                let hash = valid.then(|| STR_HASHER.hash_one(col.value_bytes(i)));
+                sketch.set(hash.unwrap_or(FIBONACCI))
+            }),
+        }
+        seen = upto;
+        if sketch.distinct() * (SCATTER_DISTINCT_PER_ROWS as f64) < seen as f64 {
+            return false;
         }
     }
-    let clear = (SKETCH_BITS - sketch.bits_set()).max(1) as f64;
-    let distinct = SKETCH_BITS as f64 * (SKETCH_BITS as f64 / clear).ln();
-    distinct * SCATTER_DISTINCT_PER_ROWS as f64 >= rows as f64
+    true
 }
 
 /// One bit per hash value's top bits.
@@ -169,10 +179,64 @@ impl Sketch {
     fn bits_set(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
+
+    /// The estimated number of distinct hashes set (linear counting).
+    fn distinct(&self) -> f64 {
+        let clear = (SKETCH_BITS - self.bits_set()).max(1) as f64;
+        SKETCH_BITS as f64 * (SKETCH_BITS as f64 / clear).ln()
+    }
 }
 
 /// 2^64 over the golden ratio, odd: multiplying by it scatters integers over the top bits.
 const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Hashes a string's bytes for [`StrIds`] (its own table; interned keys keep the hash of
+/// their encoding).
+const STR_HASHER: FixedState = FixedState::with_seed(0x7374_7269_6e67_7321);
+
+/// Group ids of a single text key by the string's bytes (NULL has its own), the ids being
+/// the partial's interned ids: a row is looked up without encoding its key.
+#[derive(Default)]
+pub struct StrIds {
+    table: HashTable<u32>,
+    null: Option<u32>,
+}
+
+impl StrIds {
+    /// Every row's group id, interning each new string's encoded key in `keys`.
+    fn ids(&mut self, col: &Utf8Column, keys: &mut KeyInterner) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(col.len());
+        let mut encoded = Vec::new();
+        for i in 0..col.len() {
+            if !col.is_valid(i) {
+                let id = *self.null.get_or_insert_with(|| {
+                    encode_str(None, &mut encoded);
+                    keys.intern(&encoded, hash_key(&encoded)).0
+                });
+                ids.push(id);
+                continue;
+            }
+            let bytes = col.value_bytes(i);
+            let hash = STR_HASHER.hash_one(bytes);
+            let found = self.table.find(hash, |&id| {
+                bytes_eq(str_of_key(keys.key(id as usize)), bytes)
+            });
+            let id = match found {
+                Some(&id) => id,
+                None => {
+                    encode_str(Some(bytes), &mut encoded);
+                    let id = keys.intern(&encoded, hash_key(&encoded)).0;
+                    self.table.insert_unique(hash, id, |&g| {
+                        STR_HASHER.hash_one(str_of_key(keys.key(g as usize)))
+                    });
+                    id
+                }
+            };
+            ids.push(id);
+        }
+        ids
+    }
+}
 
 /// Group ids of a single integer-like key by value (NULL has its own), the ids being the
 /// partial's interned ids.
@@ -226,6 +290,7 @@ impl AggregateSink {
             keys: KeyInterner::new(),
             accs: self.new_accs()?,
             ints: IntIds::default(),
+            strs: StrIds::default(),
         })
     }
 
@@ -357,6 +422,7 @@ impl AggregateSink {
                 .collect::<ExecResult<Vec<_>>>()?;
             let keys = match key_cols.as_slice() {
                 [one] if is_int_column(one) => BatchKeys::Int(one),
+                [Column::Utf8(one)] => BatchKeys::Str(one),
                 _ => {
                     let encoded = RowKeys::encode(&key_cols, rows);
                     let hashes = (0..rows).map(|i| hash_key(encoded.key(i))).collect();
@@ -440,9 +506,9 @@ mod tests {
     use super::*;
     use morsel_storage::test_rng::Rng;
 
-    /// Output schema: the keys (`k`, or `k` and `s`), then one column per aggregate (types
-    /// as finished).
-    fn sink(threads: usize, two_keys: bool) -> AggregateSink {
+    /// Grouped by the input columns `keys` (of `k`, `s`); output schema: the keys, then one
+    /// column per aggregate (types as finished).
+    fn sink(threads: usize, keys: &[usize]) -> AggregateSink {
         let agg = |func, arg: Option<usize>, arg_type, distinct, constant| AggSpec {
             func,
             arg: arg.map(PhysExpr::Column),
@@ -478,16 +544,16 @@ mod tests {
             DataType::Float64,
             DataType::Int64,
         ];
-        let keys = if two_keys { 2 } else { 1 };
-        let fields = types
+        let key_types: Vec<DataType> = keys.iter().map(|&k| types[k]).collect();
+        let fields = key_types
             .iter()
+            .chain(&types[2..])
             .enumerate()
-            .filter(|&(i, _)| i != 1 || two_keys)
             .map(|(i, t)| Field::new(format!("c{i}"), *t, true))
             .collect();
         AggregateSink {
-            group: (0..keys).map(PhysExpr::Column).collect(),
-            key_types: types[..keys].to_vec(),
+            group: keys.iter().map(|&k| PhysExpr::Column(k)).collect(),
+            key_types,
             aggs,
             schema: Arc::new(Schema::new(fields)),
             threads,
@@ -557,11 +623,11 @@ mod tests {
             let grouped = |m: &Vec<Batch>| s.consume_grouped(m, TABLE).unwrap();
             input.iter().map(grouped).collect()
         };
-        let serial = sink(1, true);
+        let serial = sink(1, &[0, 1]);
         let expect = rows(&serial.merge_serial(tables(&serial)).unwrap());
         assert!(expect.len() > 1000, "{} groups", expect.len());
         for threads in [1, 2, 8] {
-            let s = sink(threads, true);
+            let s = sink(threads, &[0, 1]);
             let got = rows(&s.merge_partitioned(tables(&s)).unwrap());
             assert_eq!(got, expect, "{threads} threads");
         }
@@ -569,20 +635,20 @@ mod tests {
 
     /// A morsel's rows scattered by key hash give what its group table gives, bit for bit:
     /// every morsel scattered or every other one, at 1, 2 and 8 threads, with one integer
-    /// key (grouped by value) and with two keys (encoded).
+    /// key (grouped by value), one text key (by its bytes) and two keys (encoded).
     #[test]
     fn scattered_rows_equal_group_tables_bit_for_bit() {
         let input = morsels();
-        for two_keys in [false, true] {
-            let serial = sink(1, two_keys);
+        for keys in [&[0][..], &[1], &[0, 1]] {
+            let serial = sink(1, keys);
             let tables = input
                 .iter()
                 .map(|m| serial.consume_grouped(m, TABLE).unwrap())
                 .collect();
             let expect = rows(&serial.merge_serial(tables).unwrap());
-            assert!(expect.len() > 300, "{} groups", expect.len());
+            assert!(expect.len() > 5, "{} groups", expect.len());
             for threads in [1, 2, 8] {
-                let s = sink(threads, two_keys);
+                let s = sink(threads, keys);
                 for every in [1, 2] {
                     let partials: Vec<Partial> = input
                         .iter()
@@ -614,6 +680,11 @@ mod tests {
             let hashes = (0..col.len()).map(|i| hash_key(encoded.key(i))).collect();
             let by_value = many_groups(&BatchKeys::Int(&col));
             assert_eq!(by_value, many_groups(&BatchKeys::Encoded(encoded, hashes)));
+            let text: Vec<String> = (0..col.len())
+                .map(|i| format!("{:?}", col.scalar_at(i)))
+                .collect();
+            let text = Utf8Column::from_strs(text.iter().map(|t| Some(t.as_str())));
+            assert_eq!(by_value, many_groups(&BatchKeys::Str(&text)));
             by_value
         };
         let mut r = Rng(11);
@@ -630,23 +701,31 @@ mod tests {
         assert!(!decide(ints(1000, &|i| i as i64)));
     }
 
-    /// Grouping by one integer-like key by value gives the ids and key bytes that encoding
-    /// the rows gives, NULL included, for 4- and 8-byte types.
+    /// Grouping by one integer-like key by value, or one text key by its bytes, gives the
+    /// ids and key bytes that encoding the rows gives, NULL included.
     #[test]
-    fn integer_key_ids_match_encoded_key_ids() {
+    fn key_ids_by_value_match_encoded_key_ids() {
         let mut r = Rng(5);
         let values: Vec<Option<i64>> = (0..2000)
             .map(|_| (r.below(8) != 0).then(|| r.below(300) as i64 - 150))
+            .collect();
+        let words: Vec<Option<String>> = values
+            .iter()
+            .map(|v| v.map(|x| "ab".repeat(x.unsigned_abs() as usize % 7) + &x.to_string()))
             .collect();
         let columns = [
             Column::Int64(PrimitiveColumn::from_options(values.iter().copied())),
             Column::Date32(PrimitiveColumn::from_options(
                 values.iter().map(|v| v.map(|x| x as i32)),
             )),
+            Column::Utf8(Utf8Column::from_strs(words.iter().map(|w| w.as_deref()))),
         ];
         for col in columns {
             let (mut by_value, mut encoded) = (KeyInterner::new(), KeyInterner::new());
-            let ids = IntIds::default().ids(&col, &mut by_value);
+            let ids = match &col {
+                Column::Utf8(s) => StrIds::default().ids(s, &mut by_value),
+                _ => IntIds::default().ids(&col, &mut by_value),
+            };
             let keys = RowKeys::encode(std::slice::from_ref(&col), col.len());
             let want: Vec<u32> = (0..col.len())
                 .map(|i| encoded.intern(keys.key(i), hash_key(keys.key(i))).0)

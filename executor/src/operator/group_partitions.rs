@@ -19,7 +19,7 @@ use morsel_storage::{Batch, Column, DataType};
 
 use super::accumulator::Accumulator;
 use super::aggregate::{AggregateSink, BatchKeys, GroupTable, Partial};
-use super::keys::{encode_int, for_each_int, hash_key, KeyList};
+use super::keys::{encode_int, for_each_int, hash_key, KeyList, RowKeys};
 use crate::error::{ExecError, ExecResult};
 use crate::scheduler::parallel_map;
 
@@ -110,6 +110,11 @@ impl ScatteredRows {
         // of its encoded key (as a table's groups' partitions do).
         let keys = match keys {
             BatchKeys::Encoded(keys, hashes) => Ok((keys, hashes)),
+            BatchKeys::Str(col) => {
+                let keys = RowKeys::encode(&[Column::Utf8(col.clone())], col.len());
+                let hashes = (0..keys.len()).map(|i| hash_key(keys.key(i))).collect();
+                Ok((keys, hashes))
+            }
             BatchKeys::Int(col) => {
                 let mut values = Vec::with_capacity(col.len());
                 for_each_int(col, |_, v| values.push(v));

@@ -106,7 +106,6 @@ impl RowKeys {
         }
     }
 
-    #[inline]
     /// Bytes of all keys together.
     pub fn bytes_len(&self) -> usize {
         self.bytes.len()
@@ -117,6 +116,7 @@ impl RowKeys {
         self.bytes.capacity() + self.offsets.capacity() * 8 + self.has_null.capacity()
     }
 
+    #[inline]
     pub fn key(&self, i: usize) -> &[u8] {
         &self.bytes[self.offsets[i]..self.offsets[i + 1]]
     }
@@ -181,6 +181,25 @@ pub fn encode_int(v: Option<i64>, ty: DataType, out: &mut [u8; 9]) -> &[u8] {
         (Some(v), _) => put(out, Some(v.to_le_bytes())),
     };
     &out[..n]
+}
+
+/// The encoded key of one string, as [`RowKeys::encode`] writes it for a text column alone.
+pub fn encode_str(v: Option<&[u8]>, out: &mut Vec<u8>) {
+    out.clear();
+    match v {
+        None => out.push(0),
+        Some(b) => {
+            out.push(1);
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// The bytes of a string from its encoded key (see [`encode_str`]).
+#[inline]
+pub fn str_of_key(key: &[u8]) -> &[u8] {
+    key.get(5..).unwrap_or(&[])
 }
 
 /// Whether `c` holds integer-like values (integers, dates, timestamps).
@@ -323,6 +342,29 @@ pub fn decode_keys(keys: &KeyList, types: &[DataType]) -> ExecResult<Vec<Column>
     Ok(builders.into_iter().map(ColumnBuilder::finish).collect())
 }
 
+/// `a == b`, without a call for the short keys most tables hold: up to 16 bytes compare as
+/// two (possibly overlapping) 8-byte words from each end.
+#[inline(always)]
+pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    match n {
+        0 => true,
+        1..=7 => {
+            let mut x = [0u8; 8];
+            let mut y = [0u8; 8];
+            x[..n].copy_from_slice(a);
+            y[..n].copy_from_slice(b);
+            x == y
+        }
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
+    }
+}
+
 /// Interns distinct keys as ids 0, 1, 2, ... in first-seen order.
 #[derive(Default)]
 pub struct KeyInterner {
@@ -377,7 +419,7 @@ impl KeyInterner {
     pub fn find(&self, key: &[u8], hash: u64) -> Option<u32> {
         let keys = &self.keys;
         self.table
-            .find(hash, |&id| keys.key(id as usize) == key)
+            .find(hash, |&id| bytes_eq(keys.key(id as usize), key))
             .copied()
     }
 
@@ -400,6 +442,29 @@ impl KeyInterner {
 mod tests {
     use super::*;
     use morsel_storage::{PrimitiveColumn, ScalarValue, Utf8Column};
+
+    #[test]
+    fn short_keys_compare_like_slices() {
+        let keys: Vec<Vec<u8>> = (0..=20)
+            .flat_map(|n| {
+                let base: Vec<u8> = (0..n as u8).collect();
+                let mut last = base.clone();
+                if let Some(b) = last.last_mut() {
+                    *b ^= 1;
+                }
+                let mut first = base.clone();
+                if let Some(b) = first.first_mut() {
+                    *b ^= 0x80;
+                }
+                [base, last, first]
+            })
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(bytes_eq(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn equal_rows_get_equal_keys_and_nulls_are_tagged() {
