@@ -61,16 +61,18 @@ const STRING_WORDS: usize = 4;
 /// padding would confuse), its words end the words: rows whose words differ are in word
 /// order, but equal words may still differ from that key on. Returns the words, row-major,
 /// the words per row, and the first key the words do not decide (`None`: they decide all).
-fn normalized_keys(keys: &[KeyColumn], n: usize) -> (Vec<u64>, usize, Option<usize>) {
+fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize, Option<usize>) {
     const SIGN: u64 = 1 << 63;
     let mut words_per_key: Vec<Vec<u64>> = Vec::with_capacity(keys.len());
     let mut undecided = None;
     for (key, (c, asc, nulls_first)) in keys.iter().enumerate() {
-        if c.null_count() > 0 {
+        // The validity bitmap, when some row is NULL.
+        let validity = c.validity().filter(|_| c.null_count() > 0);
+        if let Some(bits) = validity {
             let (null, valid) = if *nulls_first { (0, 1) } else { (1, 0) };
             words_per_key.push(
                 (0..n)
-                    .map(|i| if c.is_valid(i) { valid } else { null })
+                    .map(|i| if bits.get(i) { valid } else { null })
                     .collect(),
             );
         }
@@ -138,36 +140,40 @@ fn normalized_keys(keys: &[KeyColumn], n: usize) -> (Vec<u64>, usize, Option<usi
             Column::Utf8(_) => unreachable!("strings were handled above"),
         };
         let mut value: Vec<u64> = value.into_iter().map(invert).collect();
-        if c.null_count() > 0 {
+        if let Some(bits) = validity {
             // NULLs are told apart by their own word: their value word takes the smallest
             // valid value, so that it widens nothing when words are packed.
-            let valid = (0..n).filter(|&i| c.is_valid(i));
+            let valid = (0..n).filter(|&i| bits.get(i));
             let fill = valid.map(|i| value[i]).min().unwrap_or(0);
             for (i, v) in value.iter_mut().enumerate() {
-                if !c.is_valid(i) {
+                if !bits.get(i) {
                     *v = fill;
                 }
             }
         }
         words_per_key.push(value);
     }
-    let (words, w) = pack_words(&words_per_key, n);
+    let (words, w) = pack_words(&words_per_key, n, pack);
     (words, w, undecided)
 }
 
 /// Packs word columns into as few row-major words as they fit: each column keeps only the
 /// bits its values span (less its minimum), and columns share a word while they fit. Rows
 /// compare in the same order, and are equal in the same cases, as they did over the columns;
-/// a column that is constant drops out.
-fn pack_words(columns: &[Vec<u64>], n: usize) -> (Vec<u64>, usize) {
+/// a column that is constant drops out. Without `pack`, one word per column, as they are.
+fn pack_words(columns: &[Vec<u64>], n: usize, pack: bool) -> (Vec<u64>, usize) {
     // (column, its minimum, its bits), grouped into words.
     let mut layout: Vec<Vec<(&[u64], u64, u32)>> = Vec::new();
     let mut used = 64;
     for column in columns {
-        let (min, max) = column
-            .iter()
-            .fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-        let bits = 64 - max.wrapping_sub(min).leading_zeros();
+        let (min, bits) = if pack {
+            let (min, max) = column
+                .iter()
+                .fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            (min, 64 - max.wrapping_sub(min).leading_zeros())
+        } else {
+            (0, 64)
+        };
         if n == 0 || bits == 0 {
             continue;
         }
@@ -230,7 +236,8 @@ fn sort_distinct<T: Ord + Copy + Send + Sync>(
 /// words per row as one integer or array, more as slices); after a string longer than the
 /// words hold, rows whose words tie compare the keys themselves.
 pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>, threads: usize) -> Vec<u32> {
-    let (words, w, undecided) = normalized_keys(keys, n);
+    // Packing pays for a full sort; a Top-K selects among few rows per morsel.
+    let (words, w, undecided) = normalized_keys(keys, n, limit.is_none());
     if let Some(from) = undecided {
         // A long string key: the words order most pairs; equal words compare the keys
         // from that one on (the earlier ones are equal when their words are).
