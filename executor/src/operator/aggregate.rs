@@ -1,5 +1,5 @@
 //! Hash aggregation as a sink. Each morsel is grouped on the worker that reads it, one of two
-//! ways, chosen from a sample of its first rows (so by the data, never by the workers):
+//! ways, chosen from its first batch's keys (so by the data, never by the workers):
 //! - few distinct keys: a partial group table (keys interned in first-seen order, one
 //!   accumulator slot per group), merged with the other partials in morsel order;
 //! - nearly every row a new key: its rows are scattered by key hash into partitions, each
@@ -11,9 +11,9 @@
 //! split by key hash and runs on the workers; it combines every group's states in the same
 //! order as the serial merge, so the two give the same bits.
 
-use foldhash::fast::FixedState;
 use std::hash::BuildHasher;
 
+use foldhash::fast::FixedState;
 use hashbrown::{HashMap, HashTable};
 use morsel_planner::AggFunc;
 use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef, Utf8Column};

@@ -60,6 +60,13 @@ enum SortedKeys {
     },
 }
 
+/// A batch's group keys as read for scattering: encoded with their hashes, or the values of
+/// one integer-like column of a type.
+enum Read {
+    Encoded(RowKeys, Vec<u64>),
+    Int(DataType, Vec<Option<i64>>),
+}
+
 /// A morsel's rows ordered by the partition of their key hash, batch by batch.
 pub struct ScatteredRows {
     /// Rows of the morsel so far.
@@ -109,21 +116,21 @@ impl ScatteredRows {
         // Integer keys are read out by value once; every row's partition comes from the hash
         // of its encoded key (as a table's groups' partitions do).
         let keys = match keys {
-            BatchKeys::Encoded(keys, hashes) => Ok((keys, hashes)),
+            BatchKeys::Encoded(keys, hashes) => Read::Encoded(keys, hashes),
             BatchKeys::Str(col) => {
                 let keys = RowKeys::encode(&[Column::Utf8(col.clone())], col.len());
                 let hashes = (0..keys.len()).map(|i| hash_key(keys.key(i))).collect();
-                Ok((keys, hashes))
+                Read::Encoded(keys, hashes)
             }
             BatchKeys::Int(col) => {
                 let mut values = Vec::with_capacity(col.len());
                 for_each_int(col, |_, v| values.push(v));
-                Err((col.data_type(), values))
+                Read::Int(col.data_type(), values)
             }
         };
         let parts: Vec<u8> = match &keys {
-            Ok((_, hashes)) => hashes.iter().map(|&h| partition(h) as u8).collect(),
-            Err((ty, values)) => values
+            Read::Encoded(_, hashes) => hashes.iter().map(|&h| partition(h) as u8).collect(),
+            Read::Int(ty, values) => values
                 .iter()
                 .map(|&v| partition(hash_key(encode_int(v, *ty, &mut [0u8; 9]))) as u8)
                 .collect(),
@@ -144,14 +151,14 @@ impl ScatteredRows {
             *slot += 1;
         }
         let keys = match keys {
-            Ok((keys, hashes)) => {
+            Read::Encoded(keys, hashes) => {
                 let mut sorted = KeyList::with_capacity(order.len(), keys.bytes_len());
                 for &i in &order {
                     sorted.push(keys.key(i as usize), hashes[i as usize]);
                 }
                 SortedKeys::Encoded(sorted)
             }
-            Err((ty, values)) => SortedKeys::Int {
+            Read::Int(ty, values) => SortedKeys::Int {
                 ty,
                 values: order.iter().map(|&i| values[i as usize]).collect(),
             },

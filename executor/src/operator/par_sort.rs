@@ -1,8 +1,10 @@
-//! Parallel sort of elements that are all distinct under their order (sort keys carry their
-//! row number), so the result never depends on how the work was split: equal runs of the
-//! input are sorted on the workers, then adjacent runs are merged pairwise, each merge cut
-//! into pieces of the output that workers fill independently (where each piece starts in the
-//! two runs is found by binary search).
+//! Parallel sorts of elements that are all distinct under their order (sort keys carry their
+//! row number), so the result never depends on how the work was split. Two ways:
+//! - [`par_sort_by`]: equal runs of the input are sorted on the workers, then adjacent runs
+//!   are merged pairwise, each merge cut into pieces of the output that workers fill
+//!   independently (where each piece starts in the two runs is found by binary search);
+//! - [`par_sort_by_buckets`], for elements whose order starts with an integer: they are
+//!   dealt into buckets by its top bits, and the buckets are sorted independently (no merge).
 
 use std::cmp::Ordering;
 
@@ -85,7 +87,7 @@ where
     T: Ord + Copy + Send + Sync,
 {
     let n = v.len();
-    if threads <= 1 && n < PARALLEL_SORT_MIN || n == 0 {
+    if n == 0 || (threads <= 1 && n < PARALLEL_SORT_MIN) {
         let mut v = v;
         v.sort_unstable();
         return v;
