@@ -327,12 +327,29 @@ impl PhysExpr {
         }
     }
 
+    /// A non-NULL constant, as a value of its type.
+    fn constant(&self) -> Option<ScalarValue> {
+        match self {
+            PhysExpr::Literal { value, ty } if !value.is_null() => {
+                if value.data_type() == *ty {
+                    Some(value.clone())
+                } else {
+                    value.cast_to(*ty).ok()
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// Evaluates this expression over every row of `batch`.
     pub fn evaluate(&self, batch: &Batch) -> ExecResult<Column> {
         let rows = batch.num_rows();
         Ok(match self {
             PhysExpr::Column(i) => batch.column(*i).clone(),
             PhysExpr::Literal { value, ty } => cast::broadcast(value, *ty, rows)?,
+            PhysExpr::Binary { left, op, right } if op.is_comparison() => {
+                Column::Boolean(compare_exprs(*op, left, right, batch)?)
+            }
             PhysExpr::Binary { left, op, right } => {
                 let (l, r) = (left.evaluate(batch)?, right.evaluate(batch)?);
                 match op {
@@ -506,4 +523,29 @@ fn eval_function(
             }
         },
     })
+}
+
+/// `left op right` for a comparison; a side that is a constant is compared as the value
+/// itself where the kernel covers the type, not as a column of copies.
+fn compare_exprs(
+    op: BinaryOp,
+    left: &PhysExpr,
+    right: &PhysExpr,
+    batch: &Batch,
+) -> ExecResult<morsel_storage::BooleanColumn> {
+    if let Some(value) = right.constant() {
+        let l = left.evaluate(batch)?;
+        if let Some(out) = compare::compare_scalar(op, &l, &value) {
+            return Ok(out);
+        }
+        return compare::compare(op, &l, &right.evaluate(batch)?);
+    }
+    if let Some(value) = left.constant() {
+        let r = right.evaluate(batch)?;
+        if let Some(out) = compare::compare_scalar(op.swap(), &r, &value) {
+            return Ok(out);
+        }
+        return compare::compare(op, &left.evaluate(batch)?, &r);
+    }
+    compare::compare(op, &left.evaluate(batch)?, &right.evaluate(batch)?)
 }
