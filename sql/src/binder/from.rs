@@ -211,7 +211,7 @@ impl Binder<'_> {
                     }
                 }
                 if quoted_path || looks_like_file(&text) {
-                    let source = self.catalog.csv_file(&text, CsvOptions::default())?;
+                    let source = self.csv_file(&text, CsvOptions::default())?;
                     let alias = alias.unwrap_or_else(|| file_alias(&text));
                     return Ok(PlanBuilder::scan(text, alias, source));
                 }
@@ -473,7 +473,7 @@ impl Binder<'_> {
             }
         }
         let path = path.ok_or_else(|| SqlError::invalid("read_csv needs a file path"))?;
-        let source = self.catalog.csv_file(&path, opts)?;
+        let source = self.csv_file(&path, opts)?;
         let alias = alias.unwrap_or_else(|| file_alias(&path));
         Ok(PlanBuilder::scan(path, alias, source))
     }

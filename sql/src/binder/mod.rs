@@ -11,7 +11,8 @@ mod window;
 
 use std::cell::{Cell, RefCell};
 
-use morsel_planner::LogicalPlan;
+use morsel_planner::{LogicalPlan, TableSource};
+use morsel_storage::csv::CsvOptions;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
 
@@ -115,6 +116,9 @@ pub(crate) struct Binder<'a> {
     next_subquery: Cell<usize>,
     /// Views being expanded, innermost last (a view that reads itself is an error).
     views: RefCell<Vec<String>>,
+    /// Files the statement has opened, by path and options: a file named twice is one
+    /// source (opened and its schema inferred once), so its scans can run once.
+    files: RefCell<Vec<(String, CsvOptions, TableSource)>>,
 }
 
 impl<'a> Binder<'a> {
@@ -126,6 +130,24 @@ impl<'a> Binder<'a> {
             pending: RefCell::default(),
             next_subquery: Cell::new(0),
             views: RefCell::default(),
+            files: RefCell::default(),
         }
+    }
+
+    /// The CSV file at `path` read with `options`, opened once per statement.
+    fn csv_file(&self, path: &str, options: CsvOptions) -> Result<TableSource, SqlError> {
+        let opened = self
+            .files
+            .borrow()
+            .iter()
+            .find_map(|(p, o, source)| (p == path && *o == options).then(|| source.clone()));
+        if let Some(source) = opened {
+            return Ok(source);
+        }
+        let source = self.catalog.csv_file(path, options.clone())?;
+        self.files
+            .borrow_mut()
+            .push((path.to_string(), options, source.clone()));
+        Ok(source)
     }
 }

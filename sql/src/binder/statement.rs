@@ -384,7 +384,7 @@ impl Binder<'_> {
         if let Some(n) = null {
             opts = opts.with_null_values(vec![n]);
         }
-        let file = self.catalog.csv_file(path, opts)?;
+        let file = self.csv_file(path, opts)?;
         let rows = conform(PlanBuilder::scan(path, "copy", file), &schema, None)?;
         Ok(Statement::Insert { table: name, rows })
     }
