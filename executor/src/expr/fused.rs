@@ -987,14 +987,7 @@ mod tests {
                     )
                 }
                 _ => {
-                    let ops = [
-                        BinaryOp::Eq,
-                        BinaryOp::NotEq,
-                        BinaryOp::Lt,
-                        BinaryOp::LtEq,
-                        BinaryOp::Gt,
-                        BinaryOp::GtEq,
-                    ];
+                    let ops = BinaryOp::COMPARISONS;
                     let operand = [DataType::Float64, DataType::Int64][rng.below(2) as usize];
                     bin(
                         gen(rng, operand, depth - 1),

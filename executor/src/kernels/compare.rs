@@ -147,18 +147,10 @@ mod tests {
             vec![ScalarValue::Int64(3), ScalarValue::Int64(-5)],
             vec![ScalarValue::Date32(0), ScalarValue::Date32(7)],
         ];
-        let ops = [
-            BinaryOp::Eq,
-            BinaryOp::NotEq,
-            BinaryOp::Lt,
-            BinaryOp::LtEq,
-            BinaryOp::Gt,
-            BinaryOp::GtEq,
-        ];
         for (col, values) in columns.iter().zip(&constants) {
             for value in values {
                 let copies = broadcast(value, col.data_type(), col.len()).unwrap();
-                for op in ops {
+                for op in BinaryOp::COMPARISONS {
                     let got = compare_scalar(op, col, value).unwrap();
                     let want = compare(op, col, &copies).unwrap();
                     let show = |c: &morsel_storage::BooleanColumn| {

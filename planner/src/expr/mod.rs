@@ -61,16 +61,18 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// The six comparisons.
+    pub const COMPARISONS: [BinaryOp; 6] = [
+        BinaryOp::Eq,
+        BinaryOp::NotEq,
+        BinaryOp::Lt,
+        BinaryOp::LtEq,
+        BinaryOp::Gt,
+        BinaryOp::GtEq,
+    ];
+
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq
-                | BinaryOp::NotEq
-                | BinaryOp::Lt
-                | BinaryOp::LtEq
-                | BinaryOp::Gt
-                | BinaryOp::GtEq
-        )
+        Self::COMPARISONS.contains(&self)
     }
 
     pub fn symbol(self) -> &'static str {
