@@ -230,18 +230,21 @@ impl JoinTable {
         self.keys.describe()
     }
 
-    /// Pairs probe row `i` with every build row of key `id`, in build order.
+    /// Pairs probe row `i` with every build row of key `id`, in build order; with
+    /// `first_only`, with the first of them alone.
     #[inline]
-    fn emit(&self, i: usize, id: u32, p: &mut Vec<u32>, b: &mut Vec<u32>) {
+    fn emit(&self, i: usize, id: u32, first_only: bool, p: &mut Vec<u32>, b: &mut Vec<u32>) {
         if self.unique {
             p.push(i as u32);
             b.push(self.rows[id as usize]);
             return;
         }
-        let (s, e) = (
-            self.starts[id as usize] as usize,
-            self.starts[id as usize + 1] as usize,
-        );
+        let s = self.starts[id as usize] as usize;
+        let e = if first_only {
+            s + 1
+        } else {
+            self.starts[id as usize + 1] as usize
+        };
         for &r in &self.rows[s..e] {
             p.push(i as u32);
             b.push(r);
@@ -342,6 +345,8 @@ impl HashProbeOp {
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
         let t = &self.table;
+        // A semi, anti or mark join without a filter asks only whether a key has a row.
+        let first_only = self.filter.is_none() && !self.kind.outputs_right();
         let null_key = match (&t.keys, cols.as_slice()) {
             (KeyIndex::Int(_) | KeyIndex::Dense { .. }, [one]) if is_int_column(one) => {
                 let mut null_key = vec![false; n];
@@ -355,7 +360,7 @@ impl HashProbeOp {
                     }
                     Some(v) => {
                         if let Some(id) = t.keys.find_int(v) {
-                            t.emit(i, id, &mut p, &mut b);
+                            t.emit(i, id, first_only, &mut p, &mut b);
                         }
                     }
                     None => null_key[i] = true,
@@ -370,7 +375,7 @@ impl HashProbeOp {
                     }
                     let k = encoded.key(i);
                     if let Some(id) = keys.find(k, hash_key(k)) {
-                        t.emit(i, id, &mut p, &mut b);
+                        t.emit(i, id, first_only, &mut p, &mut b);
                     }
                 }
                 encoded.has_null
