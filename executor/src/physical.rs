@@ -432,7 +432,9 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 &relabel(build_side, &storage_schema(right.schema()))?,
             )?;
             let started = std::time::Instant::now();
-            let table = Arc::new(JoinTable::new(build_batch, &build_keys)?);
+            // A semi, anti or mark join without a filter asks only whether a key has a row.
+            let keys_only = filter.is_none() && !kind.outputs_right();
+            let table = Arc::new(JoinTable::new(build_batch, &build_keys, keys_only)?);
             // The index is built on one thread between pipelines: report it as its own step.
             let ns = started.elapsed().as_nanos() as u64;
             ctx.metrics

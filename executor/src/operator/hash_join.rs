@@ -9,6 +9,9 @@
 //! without a match); semi, anti and mark emit probe rows (mark with a boolean column); right
 //! and full record matched build rows in a shared bitmap, and the build rows never matched
 //! are emitted after the probe side is exhausted.
+//!
+//! A semi, anti or mark join without a filter asks only whether a key has a build row: its
+//! table keeps the keys and no rows per key, and each matching probe row yields one pair.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -149,10 +152,14 @@ pub struct JoinTable {
     /// Every key has exactly one row (a primary key): key id `k`'s row is `rows[k]`, and an
     /// integer index maps values straight to rows.
     unique: bool,
+    /// Only whether a key has a row is kept (`starts` and `rows` are empty).
+    keys_only: bool,
 }
 
 impl JoinTable {
-    pub fn new(build: Batch, key_exprs: &[PhysExpr]) -> ExecResult<Self> {
+    /// Indexes `build` by `key_exprs`; with `keys_only`, for a join that asks only whether
+    /// a key has a row, without laying out the rows per key.
+    pub fn new(build: Batch, key_exprs: &[PhysExpr], keys_only: bool) -> ExecResult<Self> {
         let n = build.num_rows();
         let cols = key_exprs
             .iter()
@@ -174,6 +181,17 @@ impl JoinTable {
                 (KeyIndex::Encoded(keys), has_null)
             }
         };
+        if keys_only {
+            return Ok(Self {
+                build,
+                keys,
+                starts: Vec::new(),
+                rows: Vec::new(),
+                has_null_key,
+                unique: false,
+                keys_only,
+            });
+        }
         let mut starts = vec![0u32; keys.len() + 1];
         for &k in &key_of_row {
             if k != u32::MAX {
@@ -203,6 +221,7 @@ impl JoinTable {
             rows,
             has_null_key,
             unique,
+            keys_only,
         })
     }
 
@@ -227,24 +246,30 @@ impl JoinTable {
 
     /// How the keys are indexed, for EXPLAIN ANALYZE.
     pub fn index_kind(&self) -> String {
-        self.keys.describe()
+        match self.keys_only {
+            true => format!("{}, keys only (no rows per key)", self.keys.describe()),
+            false => self.keys.describe(),
+        }
     }
 
-    /// Pairs probe row `i` with every build row of key `id`, in build order; with
-    /// `first_only`, with the first of them alone.
+    /// Pairs probe row `i` with every build row of key `id`, in build order (a table of keys
+    /// only pairs it once, with row 0: its joins never read the build row).
     #[inline]
-    fn emit(&self, i: usize, id: u32, first_only: bool, p: &mut Vec<u32>, b: &mut Vec<u32>) {
+    fn emit(&self, i: usize, id: u32, p: &mut Vec<u32>, b: &mut Vec<u32>) {
+        if self.keys_only {
+            p.push(i as u32);
+            b.push(0);
+            return;
+        }
         if self.unique {
             p.push(i as u32);
             b.push(self.rows[id as usize]);
             return;
         }
-        let s = self.starts[id as usize] as usize;
-        let e = if first_only {
-            s + 1
-        } else {
-            self.starts[id as usize + 1] as usize
-        };
+        let (s, e) = (
+            self.starts[id as usize] as usize,
+            self.starts[id as usize + 1] as usize,
+        );
         for &r in &self.rows[s..e] {
             p.push(i as u32);
             b.push(r);
@@ -345,8 +370,6 @@ impl HashProbeOp {
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
         let t = &self.table;
-        // A semi, anti or mark join without a filter asks only whether a key has a row.
-        let first_only = self.filter.is_none() && !self.kind.outputs_right();
         let null_key = match (&t.keys, cols.as_slice()) {
             (KeyIndex::Int(_) | KeyIndex::Dense { .. }, [one]) if is_int_column(one) => {
                 let mut null_key = vec![false; n];
@@ -360,7 +383,7 @@ impl HashProbeOp {
                     }
                     Some(v) => {
                         if let Some(id) = t.keys.find_int(v) {
-                            t.emit(i, id, first_only, &mut p, &mut b);
+                            t.emit(i, id, &mut p, &mut b);
                         }
                     }
                     None => null_key[i] = true,
@@ -375,7 +398,7 @@ impl HashProbeOp {
                     }
                     let k = encoded.key(i);
                     if let Some(id) = keys.find(k, hash_key(k)) {
-                        t.emit(i, id, first_only, &mut p, &mut b);
+                        t.emit(i, id, &mut p, &mut b);
                     }
                 }
                 encoded.has_null
@@ -532,7 +555,7 @@ mod tests {
 
     /// The (probe row, build row) pairs of an inner join, probe order then build order.
     fn pairs(build: &[Option<i64>], probe: &[Option<i64>]) -> (String, Vec<(u32, u32)>) {
-        let table = JoinTable::new(batch(build), &[PhysExpr::Column(0)]).expect("table");
+        let table = JoinTable::new(batch(build), &[PhysExpr::Column(0)], false).expect("table");
         let kind = table.index_kind();
         let schema = batch(probe).schema().clone();
         let op = HashProbeOp {
@@ -546,6 +569,39 @@ mod tests {
         };
         let c = op.candidates(&batch(probe)).expect("probe");
         (kind, c.probe.into_iter().zip(c.build).collect())
+    }
+
+    /// A table of keys only (for a semi join without a filter) pairs each probe row that has
+    /// a match once, whether its key is indexed by value or hashed, unique or repeated.
+    #[test]
+    fn a_table_of_keys_only_finds_each_matching_probe_row_once() {
+        let mut r = Rng(17);
+        for spread in [1i64, 1 << 40] {
+            let build: Vec<Option<i64>> = (0..400)
+                .map(|_| (r.below(10) != 0).then(|| r.below(150) as i64 * spread))
+                .collect();
+            let probe: Vec<Option<i64>> = (0..600)
+                .map(|_| (r.below(10) != 0).then(|| r.below(200) as i64 * spread))
+                .collect();
+            let table = JoinTable::new(batch(&build), &[PhysExpr::Column(0)], true).expect("table");
+            let schema = batch(&probe).schema().clone();
+            let op = HashProbeOp {
+                table: Arc::new(table),
+                probe_keys: vec![PhysExpr::Column(0)],
+                kind: JoinKind::Semi,
+                filter: None,
+                pair_schema: schema.clone(),
+                schema,
+                matched: None,
+            };
+            let got = op.candidates(&batch(&probe)).expect("probe").probe;
+            let mut want: Vec<u32> = nested_loop(&build, &probe)
+                .iter()
+                .map(|&(i, _)| i)
+                .collect();
+            want.dedup();
+            assert_eq!(got, want, "spread {spread}");
+        }
     }
 
     fn nested_loop(build: &[Option<i64>], probe: &[Option<i64>]) -> Vec<(u32, u32)> {
