@@ -308,6 +308,16 @@ fn lazy_frames_explain_like_sql() {
 }
 
 /// Scan stages in an EXPLAIN ANALYZE text (hint lines may name a scan too).
+/// The first two columns of each row of `sql`'s answer, as "a b".
+fn two_columns(s: &Session, sql: &str) -> Vec<String> {
+    let answer = s.execute(sql).expect("runs");
+    answer
+        .rows()
+        .iter()
+        .map(|r| format!("{} {}", r[0], r[1]))
+        .collect()
+}
+
 fn scans(text: &str) -> usize {
     text.lines()
         .filter(|l| l.trim_start().starts_with("Scan csv"))
@@ -358,13 +368,7 @@ fn a_table_read_twice_is_decoded_once() {
     let text = lines(&s, &format!("EXPLAIN ANALYZE {twice}")).join("\n");
     assert_eq!(scans(&text), 1, "{text}");
     assert_eq!(text.matches("Read shared scan result").count(), 2, "{text}");
-    let rows: Vec<String> = s
-        .execute(twice)
-        .expect("runs")
-        .rows()
-        .iter()
-        .map(|r| format!("{} {}", r[0], r[1]))
-        .collect();
+    let rows = two_columns(&s, twice);
     assert_eq!(rows, ["Ada Grace", "Chloé Eve"]);
     let limited = "(SELECT name FROM people LIMIT 2) UNION ALL (SELECT name FROM people LIMIT 2)";
     let text = lines(&s, &format!("EXPLAIN ANALYZE {limited}")).join("\n");
@@ -385,26 +389,14 @@ fn reads_of_different_columns_share_one_wider_scan() {
     let text = lines(&s, &format!("EXPLAIN ANALYZE {query}")).join("\n");
     assert_eq!(scans(&text), 1, "{text}");
     assert_eq!(text.matches("Read shared scan result").count(), 2, "{text}");
-    let shared: Vec<String> = s
-        .execute(query)
-        .expect("runs")
-        .rows()
-        .iter()
-        .map(|r| format!("{} {}", r[0], r[1]))
-        .collect();
+    let shared = two_columns(&s, query);
     // The same query over two separately opened sources (two spellings of the path:
     // nothing to share).
     let t = Session::with_threads(2);
     let apart = query
         .replacen("FROM people", "FROM 'tests/data/people.csv'", 1)
         .replacen("FROM people", "FROM './tests/data/people.csv'", 1);
-    let alone: Vec<String> = t
-        .execute(&apart)
-        .expect("runs")
-        .rows()
-        .iter()
-        .map(|r| format!("{} {}", r[0], r[1]))
-        .collect();
+    let alone = two_columns(&t, &apart);
     assert!(!shared.is_empty());
     assert_eq!(shared, alone);
 }

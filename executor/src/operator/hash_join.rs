@@ -553,22 +553,33 @@ mod tests {
         Batch::try_new(schema, vec![col], keys.len()).expect("batch")
     }
 
-    /// The (probe row, build row) pairs of an inner join, probe order then build order.
-    fn pairs(build: &[Option<i64>], probe: &[Option<i64>]) -> (String, Vec<(u32, u32)>) {
-        let table = JoinTable::new(batch(build), &[PhysExpr::Column(0)], false).expect("table");
-        let kind = table.index_kind();
+    /// The index kind of a table over `build` (keys only, or with rows per key) and the
+    /// candidates a `kind` join's probe with `probe` finds in it.
+    fn probe(
+        build: &[Option<i64>],
+        probe: &[Option<i64>],
+        kind: JoinKind,
+        keys_only: bool,
+    ) -> (String, Candidates) {
+        let table = JoinTable::new(batch(build), &[PhysExpr::Column(0)], keys_only).expect("table");
+        let index = table.index_kind();
         let schema = batch(probe).schema().clone();
         let op = HashProbeOp {
             table: Arc::new(table),
             probe_keys: vec![PhysExpr::Column(0)],
-            kind: JoinKind::Inner,
+            kind,
             filter: None,
             pair_schema: schema.clone(),
             schema,
             matched: None,
         };
-        let c = op.candidates(&batch(probe)).expect("probe");
-        (kind, c.probe.into_iter().zip(c.build).collect())
+        (index, op.candidates(&batch(probe)).expect("probe"))
+    }
+
+    /// The (probe row, build row) pairs of an inner join, probe order then build order.
+    fn pairs(build: &[Option<i64>], probe: &[Option<i64>]) -> (String, Vec<(u32, u32)>) {
+        let (index, c) = self::probe(build, probe, JoinKind::Inner, false);
+        (index, c.probe.into_iter().zip(c.build).collect())
     }
 
     /// A table of keys only (for a semi join without a filter) pairs each probe row that has
@@ -583,18 +594,9 @@ mod tests {
             let probe: Vec<Option<i64>> = (0..600)
                 .map(|_| (r.below(10) != 0).then(|| r.below(200) as i64 * spread))
                 .collect();
-            let table = JoinTable::new(batch(&build), &[PhysExpr::Column(0)], true).expect("table");
-            let schema = batch(&probe).schema().clone();
-            let op = HashProbeOp {
-                table: Arc::new(table),
-                probe_keys: vec![PhysExpr::Column(0)],
-                kind: JoinKind::Semi,
-                filter: None,
-                pair_schema: schema.clone(),
-                schema,
-                matched: None,
-            };
-            let got = op.candidates(&batch(&probe)).expect("probe").probe;
+            let (index, c) = self::probe(&build, &probe, JoinKind::Semi, true);
+            assert!(index.ends_with("keys only (no rows per key)"), "{index}");
+            let got = c.probe;
             let mut want: Vec<u32> = nested_loop(&build, &probe)
                 .iter()
                 .map(|&(i, _)| i)

@@ -210,6 +210,24 @@ fn sort_pairs<K: Ord + Copy + Send + Sync>(
     sorted.into_iter().map(|(_, r)| r).collect()
 }
 
+/// [`sort_pairs`] for keys that start with `lead(key)`, a number below `2^bits`: a full
+/// sort deals the pairs into buckets by it first.
+fn sort_pairs_led<K: Ord + Copy + Send + Sync>(
+    pairs: Vec<(K, u32)>,
+    limit: Option<usize>,
+    threads: usize,
+    bits: u32,
+    lead: impl Fn(&K) -> u64,
+) -> Vec<u32> {
+    match limit {
+        None => par_sort_by_buckets(pairs, threads, bits, |(k, _)| lead(k))
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect(),
+        Some(_) => sort_pairs(pairs, limit, threads),
+    }
+}
+
 /// Sorts elements that are all distinct; only the first `limit` if given.
 fn sort_distinct<T: Ord + Copy + Send + Sync>(
     mut v: Vec<T>,
@@ -268,13 +286,7 @@ pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>, threads: 
                 return sorted.into_iter().map(|k| (k & mask) as u32).collect();
             }
             let pairs = (0..n).map(|r| (words[r], r as u32)).collect();
-            match limit {
-                None => par_sort_by_buckets(pairs, threads, bits, |&(k, _)| k)
-                    .into_iter()
-                    .map(|(_, r)| r)
-                    .collect(),
-                Some(_) => sort_pairs(pairs, limit, threads),
-            }
+            sort_pairs_led(pairs, limit, threads, bits, |&k| k)
         }
         2 => {
             let bits = bits_of((0..n).map(|r| words[2 * r]));
@@ -284,13 +296,7 @@ pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>, threads: 
                     (key, r as u32)
                 })
                 .collect();
-            match limit {
-                None => par_sort_by_buckets(pairs, threads, bits, |&(k, _)| (k >> 64) as u64)
-                    .into_iter()
-                    .map(|(_, r)| r)
-                    .collect(),
-                Some(_) => sort_pairs(pairs, limit, threads),
-            }
+            sort_pairs_led(pairs, limit, threads, bits, |&k| (k >> 64) as u64)
         }
         3 => sort_pairs(word_arrays::<3>(&words, n), limit, threads),
         4 => sort_pairs(word_arrays::<4>(&words, n), limit, threads),

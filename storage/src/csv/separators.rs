@@ -297,11 +297,7 @@ mod tests {
     use crate::test_rng::Rng;
 
     fn dialect() -> Dialect {
-        Dialect {
-            delimiter: b',',
-            quote: Some(b'"'),
-            comment: None,
-        }
+        Dialect::csv(None)
     }
 
     /// The record-by-record tokenizer's spans and lines for the same projection, or `None`

@@ -27,6 +27,18 @@ pub struct Dialect {
     pub comment: Option<Vec<u8>>,
 }
 
+#[cfg(test)]
+impl Dialect {
+    /// Comma-separated, double-quoted, with the given comment prefix (the tests' dialect).
+    pub(crate) fn csv(comment: Option<&[u8]>) -> Self {
+        Dialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            comment: comment.map(<[u8]>::to_vec),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(clippy::enum_variant_names)] // all three are quoting errors; the names say which
 pub enum TokenErrorKind {
@@ -633,11 +645,7 @@ mod tests {
     use super::*;
 
     fn dialect() -> Dialect {
-        Dialect {
-            delimiter: b',',
-            quote: Some(b'"'),
-            comment: Some(b"#".to_vec()),
-        }
+        Dialect::csv(Some(b"#"))
     }
 
     fn records(input: &str) -> Result<Vec<Vec<String>>, TokenError> {
