@@ -115,6 +115,22 @@ impl Bitmap {
         })
     }
 
+    /// The validity of the rows `indices` picks from a column whose validity is `validity`
+    /// (`None`: all valid), where `u32::MAX` picks a NULL row; `None` when neither gives a
+    /// NULL.
+    pub fn gather(validity: Option<&Bitmap>, indices: &[u32]) -> Option<Bitmap> {
+        match validity {
+            Some(v) => Some(Bitmap::from_fn(indices.len(), |k| {
+                let i = indices[k];
+                i != u32::MAX && v.get(i as usize)
+            })),
+            None if indices.contains(&u32::MAX) => {
+                Some(Bitmap::from_fn(indices.len(), |k| indices[k] != u32::MAX))
+            }
+            None => None,
+        }
+    }
+
     pub fn and(&self, other: &Bitmap) -> Bitmap {
         assert_eq!(self.len, other.len);
         Self::from_word_fn(self.len, |i| self.word(i) & other.word(i))

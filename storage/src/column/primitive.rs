@@ -104,14 +104,10 @@ impl<T: NativeType> PrimitiveColumn<T> {
                 src[i as usize]
             }
         }));
-        let validity = match &self.validity {
-            Some(v) => Bitmap::from_fn(indices.len(), |k| {
-                let i = indices[k];
-                i != u32::MAX && v.get(i as usize)
-            }),
-            None => Bitmap::from_fn(indices.len(), |k| indices[k] != u32::MAX),
-        };
-        Self::new(Buffer::from_vec(values), Some(validity))
+        Self::new(
+            Buffer::from_vec(values),
+            Bitmap::gather(self.validity.as_ref(), indices),
+        )
     }
 
     pub fn concat(parts: &[&Self]) -> Self {

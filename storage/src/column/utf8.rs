@@ -79,16 +79,36 @@ impl Utf8Column {
         }
     }
 
+    /// Gathers rows by index; `u32::MAX` yields a null row. The bytes are sized exactly
+    /// before copying, so the buffer never grows (and is never copied) on the way.
     pub fn take(&self, indices: &[u32]) -> Self {
-        let mut b = Utf8Builder::with_capacity(indices.len(), indices.len() * 8);
-        for &i in indices {
-            b.push_option(if i == u32::MAX {
-                None
+        let o = self.offsets();
+        let len = |i: u32| {
+            if i == u32::MAX {
+                0
             } else {
-                self.get(i as usize)
-            });
+                (o[i as usize + 1] - o[i as usize]) as usize
+            }
+        };
+        let total: usize = indices.iter().map(|&i| len(i)).sum();
+        let mut data = Vec::with_capacity(total);
+        let mut offsets = Vec::with_capacity(indices.len() + 1);
+        offsets.push(0i64);
+        for &i in indices {
+            if i != u32::MAX {
+                data.extend_from_slice(self.value_bytes(i as usize));
+            }
+            offsets.push(data.len() as i64);
         }
-        b.finish()
+        let validity =
+            Bitmap::gather(self.validity.as_ref(), indices).filter(|v| v.count_zeros() > 0);
+        // Every byte range copied is a whole value of this column (valid UTF-8), laid end to
+        // end at the offsets pushed beside it.
+        Self {
+            offsets: Buffer::from_vec(offsets),
+            data: Buffer::from_vec(data),
+            validity,
+        }
     }
 
     pub fn concat(parts: &[&Self]) -> Self {
