@@ -412,6 +412,19 @@ impl PhysExpr {
                 negated,
             } => {
                 let v = expr.evaluate(batch)?;
+                // A list of constants is one pass over the rows, not one comparison with a
+                // column of copies per item.
+                let constants = list
+                    .iter()
+                    .map(PhysExpr::constant)
+                    .collect::<Option<Vec<_>>>();
+                if let Some(found) = constants.and_then(|c| compare::in_list(&v, &c)) {
+                    return Ok(Column::Boolean(if *negated {
+                        boolean::not(&found)
+                    } else {
+                        found
+                    }));
+                }
                 let mut acc: Option<morsel_storage::BooleanColumn> = None;
                 for item in list {
                     let eq = compare::compare(BinaryOp::Eq, &v, &item.evaluate(batch)?)?;

@@ -11,6 +11,31 @@ use crate::error::{ExecError, ExecResult};
 
 pub use morsel_storage::cmp_f64;
 
+/// `a == b`, without a call for the short values most keys and text columns hold: up to 16
+/// bytes compare as two (possibly overlapping) words from each end; longer ones compare those
+/// two words before the bytes between them, so most unequal values stop there.
+#[inline(always)]
+pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+    match n {
+        0 => true,
+        // The first, middle and last bytes cover every byte of up to three.
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => {
+            word(a, 0) == word(b, 0)
+                && word(a, n - 8) == word(b, n - 8)
+                && a[8..n - 8] == b[8..n - 8]
+        }
+    }
+}
+
 /// Compares row `i` of `a` with row `j` of `b`, two valid values of one type (ascending;
 /// columns of different types compare equal).
 pub fn cmp_rows(a: &Column, i: usize, b: &Column, j: usize) -> Ordering {
@@ -69,6 +94,74 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
             ScalarValue::Int64(y) | ScalarValue::Timestamp(y),
         ) => against!(a, *y, |p: i64, q: i64| p.cmp(&q)),
         (Column::Float64(a), ScalarValue::Float64(y)) => against!(a, *y, cmp_f64),
+        (Column::Utf8(a), ScalarValue::Utf8(y)) => {
+            let y = y.as_bytes();
+            let n = a.len();
+            let values = match op {
+                // Equality needs no ordering: a length check, then the bytes.
+                BinaryOp::Eq => Bitmap::from_fn(n, |i| bytes_eq(a.value_bytes(i), y)),
+                BinaryOp::NotEq => Bitmap::from_fn(n, |i| !bytes_eq(a.value_bytes(i), y)),
+                _ => Bitmap::from_fn(n, |i| op.holds(a.value_bytes(i).cmp(y))),
+            };
+            Some(BooleanColumn::new(values, a.validity().cloned()))
+        }
+        _ => None,
+    }
+}
+
+/// `l IN (list)` for a list of non-NULL values of `l`'s type: NULL where `l` is, else whether
+/// the row equals one of them (equal as `=` says: -0.0 equals 0.0, NaN equals NaN). `None` for
+/// the types this does not cover (the caller ORs comparisons).
+pub fn in_list(l: &Column, list: &[ScalarValue]) -> Option<BooleanColumn> {
+    macro_rules! member {
+        ($a:expr, $variants:pat => $v:expr, $eq:expr) => {{
+            let wanted = list
+                .iter()
+                .map(|s| match s {
+                    $variants => Some($v),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let x = $a.values();
+            let values = Bitmap::from_fn(x.len(), |i| wanted.iter().any(|w| $eq(x[i], *w)));
+            Some(BooleanColumn::new(values, $a.validity().cloned()))
+        }};
+    }
+    match l {
+        Column::Int32(a) | Column::Date32(a) => member!(
+            a,
+            ScalarValue::Int32(v) | ScalarValue::Date32(v) => *v,
+            |p: i32, q: i32| p == q
+        ),
+        Column::Int64(a) | Column::Timestamp(a) => member!(
+            a,
+            ScalarValue::Int64(v) | ScalarValue::Timestamp(v) => *v,
+            |p: i64, q: i64| p == q
+        ),
+        Column::Float64(a) => member!(
+            a,
+            ScalarValue::Float64(v) => *v,
+            |p: f64, q: f64| cmp_f64(p, q) == Ordering::Equal
+        ),
+        Column::Utf8(a) => {
+            let wanted = list
+                .iter()
+                .map(|s| match s {
+                    ScalarValue::Utf8(v) => Some(v.as_bytes()),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let values = if wanted.len() <= 8 {
+                Bitmap::from_fn(a.len(), |i| {
+                    let v = a.value_bytes(i);
+                    wanted.iter().any(|w| bytes_eq(w, v))
+                })
+            } else {
+                let set: hashbrown::HashSet<&[u8]> = wanted.into_iter().collect();
+                Bitmap::from_fn(a.len(), |i| set.contains(a.value_bytes(i)))
+            };
+            Some(BooleanColumn::new(values, a.validity().cloned()))
+        }
         _ => None,
     }
 }
@@ -113,9 +206,10 @@ pub fn compare(op: BinaryOp, l: &Column, r: &Column) -> ExecResult<BooleanColumn
 #[cfg(test)]
 mod tests {
     use morsel_planner::BinaryOp;
-    use morsel_storage::{Column, PrimitiveColumn, ScalarValue};
+    use morsel_storage::{BooleanColumn, Column, PrimitiveColumn, ScalarValue, Utf8Column};
 
-    use super::{compare, compare_scalar};
+    use super::{bytes_eq, compare, compare_scalar, in_list};
+    use crate::kernels::boolean::or;
     use crate::kernels::cast::broadcast;
 
     /// Against a constant, the scalar path gives what comparing with a column of copies
@@ -133,6 +227,14 @@ mod tests {
         let ints = [Some(3), None, Some(-1), Some(0), Some(7), Some(3)];
         let columns = [
             Column::Float64(PrimitiveColumn::from_options(floats)),
+            Column::Utf8(Utf8Column::from_strs([
+                Some("AIR"),
+                None,
+                Some(""),
+                Some("AIR REG"),
+                Some("AI"),
+                Some("air"),
+            ])),
             Column::Int64(PrimitiveColumn::from_options(
                 ints.map(|v| v.map(i64::from)),
             )),
@@ -144,6 +246,11 @@ mod tests {
                 ScalarValue::Float64(f64::NAN),
                 ScalarValue::Float64(1.5),
             ],
+            vec![
+                ScalarValue::Utf8("AIR".into()),
+                ScalarValue::Utf8(String::new()),
+                ScalarValue::Utf8("AIR REGULAR".into()),
+            ],
             vec![ScalarValue::Int64(3), ScalarValue::Int64(-5)],
             vec![ScalarValue::Date32(0), ScalarValue::Date32(7)],
         ];
@@ -153,11 +260,58 @@ mod tests {
                 for op in BinaryOp::COMPARISONS {
                     let got = compare_scalar(op, col, value).unwrap();
                     let want = compare(op, col, &copies).unwrap();
-                    let show = |c: &morsel_storage::BooleanColumn| {
-                        (0..c.len()).map(|i| c.get(i)).collect::<Vec<_>>()
-                    };
                     assert_eq!(show(&got), show(&want), "{op:?} {value:?}");
                 }
+            }
+            // IN over these constants, one at a time, all, and more than the linear scan
+            // takes: the same as ORing `=` with each.
+            let mut lists: Vec<Vec<ScalarValue>> = values.iter().map(|v| vec![v.clone()]).collect();
+            lists.push(values.clone());
+            lists.push(values.iter().cycle().take(11).cloned().collect());
+            for list in lists {
+                let got = in_list(col, &list).unwrap();
+                let mut want = compare(
+                    BinaryOp::Eq,
+                    col,
+                    &broadcast(&list[0], col.data_type(), col.len()).unwrap(),
+                )
+                .unwrap();
+                for v in &list[1..] {
+                    let copies = broadcast(v, col.data_type(), col.len()).unwrap();
+                    want = or(&want, &compare(BinaryOp::Eq, col, &copies).unwrap());
+                }
+                assert_eq!(show(&got), show(&want), "IN {list:?}");
+            }
+        }
+    }
+
+    fn show(c: &BooleanColumn) -> Vec<Option<bool>> {
+        (0..c.len()).map(|i| c.get(i)).collect()
+    }
+
+    #[test]
+    fn bytes_eq_is_slice_equality() {
+        let keys: Vec<Vec<u8>> = (0..=40)
+            .flat_map(|n| {
+                let base: Vec<u8> = (0..n as u8).collect();
+                let mut last = base.clone();
+                if let Some(b) = last.last_mut() {
+                    *b ^= 1;
+                }
+                let mut first = base.clone();
+                if let Some(b) = first.first_mut() {
+                    *b ^= 0x80;
+                }
+                let mut middle = base.clone();
+                if let Some(b) = middle.get_mut(n / 2) {
+                    *b ^= 4;
+                }
+                [base, last, first, middle]
+            })
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(bytes_eq(a, b), a == b, "{a:?} {b:?}");
             }
         }
     }

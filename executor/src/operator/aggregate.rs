@@ -21,11 +21,12 @@ use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef, Utf8Column
 use super::accumulator::Accumulator;
 use super::group_partitions::{ScatteredRows, PARTITIONS};
 use super::keys::{
-    bytes_eq, decode_keys, encode_int, encode_str, for_each_int, hash_key, is_int_column,
-    str_of_key, KeyInterner, KeyList, RowKeys,
+    decode_keys, encode_int, encode_str, for_each_int, hash_key, is_int_column, str_of_key,
+    KeyInterner, KeyList, RowKeys,
 };
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
+use crate::kernels::compare::bytes_eq;
 use crate::scheduler::Sink;
 
 /// One aggregate call: function, compiled argument (none for `count(*)`) and its type.

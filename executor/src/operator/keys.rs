@@ -13,6 +13,7 @@ use hashbrown::HashTable;
 use morsel_storage::{Column, ColumnBuilder, DataType, NativeType, PrimitiveColumn};
 
 use crate::error::{ExecError, ExecResult};
+use crate::kernels::compare::bytes_eq;
 
 /// Hash state fixed at compile time: the same key hashes the same in every table, so partial
 /// tables can hand their stored hashes to the table they merge into.
@@ -342,29 +343,6 @@ pub fn decode_keys(keys: &KeyList, types: &[DataType]) -> ExecResult<Vec<Column>
     Ok(builders.into_iter().map(ColumnBuilder::finish).collect())
 }
 
-/// `a == b`, without a call for the short keys most tables hold: up to 16 bytes compare as
-/// two (possibly overlapping) 8-byte words from each end.
-#[inline(always)]
-pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
-    match n {
-        0 => true,
-        1..=7 => {
-            let mut x = [0u8; 8];
-            let mut y = [0u8; 8];
-            x[..n].copy_from_slice(a);
-            y[..n].copy_from_slice(b);
-            x == y
-        }
-        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
-        _ => a == b,
-    }
-}
-
 /// Interns distinct keys as ids 0, 1, 2, ... in first-seen order.
 #[derive(Default)]
 pub struct KeyInterner {
@@ -442,29 +420,6 @@ impl KeyInterner {
 mod tests {
     use super::*;
     use morsel_storage::{PrimitiveColumn, ScalarValue, Utf8Column};
-
-    #[test]
-    fn short_keys_compare_like_slices() {
-        let keys: Vec<Vec<u8>> = (0..=20)
-            .flat_map(|n| {
-                let base: Vec<u8> = (0..n as u8).collect();
-                let mut last = base.clone();
-                if let Some(b) = last.last_mut() {
-                    *b ^= 1;
-                }
-                let mut first = base.clone();
-                if let Some(b) = first.first_mut() {
-                    *b ^= 0x80;
-                }
-                [base, last, first]
-            })
-            .collect();
-        for a in &keys {
-            for b in &keys {
-                assert_eq!(bytes_eq(a, b), a == b, "{a:?} {b:?}");
-            }
-        }
-    }
 
     #[test]
     fn equal_rows_get_equal_keys_and_nulls_are_tagged() {
