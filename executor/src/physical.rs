@@ -53,6 +53,20 @@ pub(crate) fn fused_details<'a>(exprs: impl IntoIterator<Item = &'a PhysExpr>) -
         .collect()
 }
 
+/// A filter's predicate as its conjuncts, each compiled on its own (see `FilterOp`).
+fn conjuncts(
+    ctx: &ExecContext,
+    predicate: &Expr,
+    schema: &PlanSchema,
+) -> ExecResult<Vec<PhysExpr>> {
+    predicate
+        .clone()
+        .split_conjunction()
+        .iter()
+        .map(|c| phys(ctx, c, schema))
+        .collect()
+}
+
 impl StageLabel {
     fn with_details(mut self, details: Vec<String>) -> Self {
         self.details = details;
@@ -213,10 +227,10 @@ fn scan_pipe(
         schema: scan.schema.clone(),
     };
     if let (Some(pred), TableSource::Memory(_)) = (predicate, &scan.source) {
-        let predicate = phys(ctx, &pred, &scan.schema)?;
-        let details = fused_details([&predicate]);
+        let conjuncts = conjuncts(ctx, &pred, &scan.schema)?;
+        let details = fused_details(&conjuncts);
         pipe.push(
-            Box::new(FilterOp { predicate }),
+            Box::new(FilterOp { conjuncts }),
             label(format!("Filter (pushed into the scan): {pred}"), Some(plan))
                 .with_details(details),
         );
@@ -246,12 +260,10 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
         }
         LogicalPlan::Filter { input, predicate } => {
             let mut pipe = build(input, ctx)?;
-            let compiled = phys(ctx, predicate, input.schema())?;
-            let details = fused_details([&compiled]);
+            let conjuncts = conjuncts(ctx, predicate, input.schema())?;
+            let details = fused_details(&conjuncts);
             pipe.push(
-                Box::new(FilterOp {
-                    predicate: compiled,
-                }),
+                Box::new(FilterOp { conjuncts }),
                 label(format!("Filter: {predicate}"), Some(plan)).with_details(details),
             );
             pipe
