@@ -1,8 +1,10 @@
 //! Moves filter conjuncts as close to the data as they can go: through projections (when they
 //! read only passed-through columns), sorts, aliases, DISTINCT, into every input of a UNION,
 //! and joins (to the side that owns their columns, respecting outer-join semantics), onto an
-//! aggregate's input (when they read only group columns), and into the scan itself. An equality between the two sides of an inner
-//! join becomes a join key, so `FROM a, b WHERE a.x = b.y` runs as a hash join.
+//! aggregate's input (when they read only group columns), and into the scan itself. An
+//! equality between the two sides of an inner join becomes a join key, so `FROM a, b WHERE
+//! a.x = b.y` runs as a hash join; an OR over both sides also filters each side by what it
+//! implies there.
 
 use crate::error::PlanResult;
 use crate::expr::{BinaryOp, ColumnRef, Expr};
@@ -96,9 +98,45 @@ fn resolves(e: &Expr, schema: &PlanSchema) -> bool {
     e.columns().iter().all(|c| schema.has(c))
 }
 
+/// What the OR `p` implies about the rows of one side of a join: in each branch, the
+/// conjuncts over that side's columns alone, ANDed; the branches ORed. `None` when `p` is not
+/// an OR or some branch says nothing about the side (the implication is then TRUE). Filtering
+/// the side by it before the join keeps every row that could satisfy `p` (Q7's nations, Q19's
+/// parts), and `p` itself stays on the join.
+fn implied_on(p: &Expr, side: &PlanSchema) -> Option<Expr> {
+    let branches = split_disjunction(p.clone());
+    if branches.len() < 2 {
+        return None;
+    }
+    let own = branches
+        .into_iter()
+        .map(|b| {
+            let own = b
+                .split_conjunction()
+                .into_iter()
+                .filter(|c| !c.columns().is_empty() && resolves(c, side))
+                .collect();
+            Expr::conjunction(own)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    dedup(own).into_iter().reduce(|a, b| a.or(b))
+}
+
+/// `preds` without repeats (the first of each stays): a predicate implied at a join is
+/// derived again on every pass, and must land only once.
+fn dedup(preds: Vec<Expr>) -> Vec<Expr> {
+    let mut out: Vec<Expr> = Vec::with_capacity(preds.len());
+    for p in preds {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// Wraps `plan` in a filter of the `kept` conjuncts (if any).
 fn keep_above(plan: LogicalPlan, kept: Vec<Expr>) -> LogicalPlan {
-    match Expr::conjunction(kept) {
+    match Expr::conjunction(dedup(kept)) {
         Some(predicate) => LogicalPlan::Filter {
             input: Box::new(plan),
             predicate,
@@ -142,11 +180,21 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
         LogicalPlan::Filter { input, predicate } => {
             let mut all = preds;
             all.extend(conjuncts(predicate));
-            push(*input, all)
+            push(*input, dedup(all))
         }
         LogicalPlan::Scan(mut scan) => {
+            // Compared with columns named as the scan names them, so one predicate reached
+            // by two paths (qualified and not) is recognised as one.
+            let fields = scan.schema.clone();
+            let canonical = |e: &Expr| {
+                remap(e, &|c: &ColumnRef| {
+                    let i = fields.index_of(c).ok()?;
+                    Some(Expr::Column(fields.field(i).column_ref()))
+                })
+            };
             for p in preds {
-                if !scan.filters.contains(&p) {
+                let key = canonical(&p);
+                if !scan.filters.iter().any(|f| canonical(f) == key) {
                     scan.filters.push(p);
                 }
             }
@@ -291,6 +339,12 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                     kept.push(p);
                 }
             }
+            // An OR over both sides of an inner join also filters each side by what it
+            // implies there.
+            for p in &residual {
+                to_left.extend(implied_on(p, &ls));
+                to_right.extend(implied_on(p, &rs));
+            }
             let filter = match kind {
                 JoinKind::Inner => Expr::conjunction(residual),
                 _ => filter,
@@ -372,8 +426,43 @@ fn equi_key(p: &Expr, ls: &PlanSchema, rs: &PlanSchema) -> Option<(Expr, Expr)> 
 
 #[cfg(test)]
 mod tests {
-    use super::conjuncts;
-    use crate::expr::col;
+    use super::{conjuncts, rewrite};
+    use crate::expr::{col, lit};
+    use crate::optimizer::rules::test_table as table;
+    use crate::plan::JoinKind;
+
+    /// An OR over both sides of a join filters each side by its own part of every branch
+    /// (TPC-H Q7, Q19), keeps the OR on the join, and lands once however often it runs; a
+    /// branch silent about a side gives that side nothing; a repeated branch counts once.
+    #[test]
+    fn an_or_over_both_sides_filters_each_side_by_what_it_implies() {
+        let (a1, b2) = (col("a").eq(lit(1i64)), col("b").eq(lit(2i64)));
+        let (a3, b4) = (col("a").eq(lit(3i64)), col("b").eq(lit(4i64)));
+        let plan = table("l", &["k", "a"])
+            .join(
+                table("r", &["j", "b"]),
+                JoinKind::Inner,
+                vec![(col("k"), col("j"))],
+                None,
+            )
+            .unwrap()
+            .filter(
+                a1.and(b2)
+                    .or(a3.clone().and(b4))
+                    .or(a3.and(col("j").gt(col("k")))),
+            )
+            .unwrap()
+            .build();
+        let once = rewrite(plan).unwrap();
+        assert_eq!(
+            once.to_string(),
+            "Join: Inner on=[k = j] filter=(((a = 1) AND (b = 2)) OR ((a = 3) AND (b = 4))) OR \
+             ((a = 3) AND (j > k))\n  Scan: l (memory) filters=[(a = 1) OR (a = 3)]\n  \
+             Scan: r (memory)\n"
+        );
+        let twice = rewrite(once.clone()).unwrap();
+        assert_eq!(twice.to_string(), once.to_string());
+    }
 
     #[test]
     fn factors_terms_common_to_every_or_branch() {
