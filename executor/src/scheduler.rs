@@ -86,6 +86,11 @@ pub trait Sink: Sync {
     fn satisfied_through(&self) -> Option<u64> {
         None
     }
+    /// `Some(S)` once the morsels `0..=S` are known to decide the output, even with some of
+    /// them still running: morsels after `S` need not start.
+    fn needless_after(&self) -> Option<u64> {
+        None
+    }
     /// `partials` arrive sorted by morsel sequence number.
     fn finish(&self, partials: Vec<Self::Partial>) -> ExecResult<Self::Output>;
 }
@@ -176,7 +181,9 @@ pub fn run_pipeline<S: Sink>(
             Err(e) => return record(u64::MAX, e),
         };
         let seq = morsel.seq;
-        if seq > stop_after.load(Ordering::SeqCst) {
+        // Morsels come in sequence order: every later one is as needless.
+        if seq > stop_after.load(Ordering::SeqCst) || sink.needless_after().is_some_and(|s| seq > s)
+        {
             return;
         }
         per_worker[worker].fetch_add(1, Ordering::Relaxed);
