@@ -7,7 +7,8 @@
 use hashbrown::HashSet;
 use morsel_planner::AggFunc;
 use morsel_storage::{
-    Buffer, Column, ColumnBuilder, DataType, PrimitiveBuilder, PrimitiveColumn, ScalarValue,
+    Buffer, Column, ColumnBuilder, DataType, NativeType, PrimitiveBuilder, PrimitiveColumn,
+    ScalarValue,
 };
 
 use crate::error::{ExecError, ExecResult};
@@ -307,43 +308,39 @@ impl Accumulator {
                 for (i, &g) in groups.iter().enumerate() {
                     if x.is_valid(i) {
                         let g = g as usize;
-                        sums[g] =
-                            sums[g]
-                                .checked_add(x.values()[i])
-                                .ok_or(ExecError::Overflow {
+                        sums[g] = match sums[g].checked_add(x.values()[i]) {
+                            Some(sum) => sum,
+                            None => {
+                                return Err(ExecError::Overflow {
                                     op: "sum()",
                                     ty: DataType::Int64,
-                                })?;
+                                })
+                            }
+                        };
                         seen[g] = true;
                     }
                 }
             }
             Accumulator::SumFloat { sums, seen } => {
                 let x = float_values(arg)?;
-                for (i, &g) in groups.iter().enumerate() {
-                    if x.is_valid(i) {
-                        sums[g as usize] += x.values()[i];
-                        seen[g as usize] = true;
-                    }
-                }
+                each_valid(groups, x, |g, v| {
+                    sums[g] += v;
+                    seen[g] = true;
+                });
             }
             Accumulator::AvgInt { sums, counts } => {
                 let x = int_values(arg)?;
-                for (i, &g) in groups.iter().enumerate() {
-                    if x.is_valid(i) {
-                        sums[g as usize] += x.values()[i] as i128;
-                        counts[g as usize] += 1;
-                    }
-                }
+                each_valid(groups, x, |g, v| {
+                    sums[g] += v as i128;
+                    counts[g] += 1;
+                });
             }
             Accumulator::AvgFloat { sums, counts } => {
                 let x = float_values(arg)?;
-                for (i, &g) in groups.iter().enumerate() {
-                    if x.is_valid(i) {
-                        sums[g as usize] += x.values()[i];
-                        counts[g as usize] += 1;
-                    }
-                }
+                each_valid(groups, x, |g, v| {
+                    sums[g] += v;
+                    counts[g] += 1;
+                });
             }
             Accumulator::Extreme { min, values, .. } => {
                 for (i, &g) in groups.iter().enumerate() {
@@ -632,5 +629,25 @@ impl Accumulator {
             }
             other => other.finish_more()?,
         })
+    }
+}
+
+/// Calls `f(group, value)` for every valid row of `x`, in row order, `groups` giving each
+/// row's group (a loop without a validity test per row when there are no NULLs).
+#[inline(always)]
+fn each_valid<T: NativeType>(groups: &[u32], x: &PrimitiveColumn<T>, mut f: impl FnMut(usize, T)) {
+    let values = &x.values()[..groups.len()];
+    match x.validity() {
+        None => groups
+            .iter()
+            .zip(values)
+            .for_each(|(&g, &v)| f(g as usize, v)),
+        Some(valid) => {
+            for (i, (&g, &v)) in groups.iter().zip(values).enumerate() {
+                if valid.get(i) {
+                    f(g as usize, v);
+                }
+            }
+        }
     }
 }
