@@ -13,20 +13,17 @@
 
 use std::hash::BuildHasher;
 
-use foldhash::fast::FixedState;
-use hashbrown::{HashMap, HashTable};
 use morsel_planner::AggFunc;
 use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef, Utf8Column};
 
 use super::accumulator::Accumulator;
+use super::group_ids::{multi_key_columns, IntIds, MultiIds, StrIds, STR_HASHER};
 use super::group_partitions::{ScatteredRows, PARTITIONS};
 use super::keys::{
-    decode_keys, encode_int, encode_str, for_each_int, hash_key, is_int_column, str_of_key,
-    KeyInterner, KeyList, RowKeys,
+    decode_keys, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
 };
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
-use crate::kernels::compare::bytes_eq;
 use crate::scheduler::Sink;
 
 /// One aggregate call: function, compiled argument (none for `count(*)`) and its type.
@@ -69,6 +66,8 @@ pub enum BatchKeys<'a> {
     Int(&'a Column),
     /// One text key column, grouped by its bytes.
     Str(&'a Utf8Column),
+    /// Two to four integer-like or text key columns, grouped by their values' ids.
+    Columns(&'a [Column]),
     /// Encoded keys and their hashes.
     Encoded(RowKeys, Vec<u64>),
 }
@@ -78,6 +77,7 @@ impl BatchKeys<'_> {
         match self {
             BatchKeys::Int(c) => c.len(),
             BatchKeys::Str(c) => c.len(),
+            BatchKeys::Columns(cols) => cols.first().map_or(0, Column::len),
             BatchKeys::Encoded(_, hashes) => hashes.len(),
         }
     }
@@ -105,19 +105,31 @@ pub struct GroupTable {
     pub(super) ints: IntIds,
     /// For one text group key: its interned ids by the string's bytes (not encoded).
     strs: StrIds,
+    /// For two to four integer-like or text keys: ids by the values' own ids.
+    multi: Box<MultiIds>,
 }
 
 impl GroupTable {
     /// Adds a batch's rows: `args` are each aggregate's argument.
     fn update(&mut self, keys: &BatchKeys, args: &[Option<Column>]) -> ExecResult<()> {
-        let ids = match keys {
-            BatchKeys::Encoded(encoded, hashes) => hashes
+        let intern_all = |keys: &mut KeyInterner, encoded: &RowKeys, hashes: &[u64]| {
+            hashes
                 .iter()
                 .enumerate()
-                .map(|(i, &hash)| self.keys.intern(encoded.key(i), hash).0)
-                .collect(),
+                .map(|(i, &hash)| keys.intern(encoded.key(i), hash).0)
+                .collect()
+        };
+        let ids = match keys {
+            BatchKeys::Encoded(encoded, hashes) => intern_all(&mut self.keys, encoded, hashes),
             BatchKeys::Int(col) => self.ints.ids(col, &mut self.keys),
             BatchKeys::Str(col) => self.strs.ids(col, &mut self.keys),
+            BatchKeys::Columns(cols) => match self.multi.ids(cols, &mut self.keys) {
+                Some(ids) => ids,
+                None => {
+                    let (encoded, hashes) = encode_with_hashes(cols);
+                    intern_all(&mut self.keys, &encoded, &hashes)
+                }
+            },
         };
         for (acc, arg) in self.accs.iter_mut().zip(args) {
             acc.resize(self.keys.len());
@@ -154,6 +166,13 @@ fn many_groups(keys: &BatchKeys) -> bool {
                 let part = col.slice(seen, upto - seen);
                 for_each_int(&part, |_, v| sketch.set(int_hash(v)));
             }
+            BatchKeys::Columns(cols) => {
+                let part: Vec<Column> = cols.iter().map(|c| c.slice(seen, upto - seen)).collect();
+                encode_with_hashes(&part)
+                    .1
+                    .into_iter()
+                    .for_each(|h| sketch.set(h));
+            }
             BatchKeys::Str(col) => (seen..upto).for_each(|i| {
                 let valid = col.is_valid(i);
                 let hash = valid.then(|| STR_HASHER.hash_one(col.value_bytes(i)));
@@ -166,6 +185,14 @@ fn many_groups(keys: &BatchKeys) -> bool {
         }
     }
     true
+}
+
+/// Every row's encoded key over `cols`, and its hash.
+pub(super) fn encode_with_hashes(cols: &[Column]) -> (RowKeys, Vec<u64>) {
+    let rows = cols.first().map_or(0, Column::len);
+    let encoded = RowKeys::encode(cols, rows);
+    let hashes = (0..rows).map(|i| hash_key(encoded.key(i))).collect();
+    (encoded, hashes)
 }
 
 /// One bit per hash value's top bits.
@@ -191,100 +218,6 @@ impl Sketch {
 /// 2^64 over the golden ratio, odd: multiplying by it scatters integers over the top bits.
 const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// Hashes a string's bytes for [`StrIds`] (its own table; interned keys keep the hash of
-/// their encoding).
-const STR_HASHER: FixedState = FixedState::with_seed(0x7374_7269_6e67_7321);
-
-/// Group ids of a single text key by the string's bytes (NULL has its own), the ids being
-/// the partial's interned ids: a row is looked up without encoding its key.
-#[derive(Default)]
-pub struct StrIds {
-    table: HashTable<u32>,
-    null: Option<u32>,
-}
-
-impl StrIds {
-    /// Every row's group id, interning each new string's encoded key in `keys`.
-    fn ids(&mut self, col: &Utf8Column, keys: &mut KeyInterner) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(col.len());
-        let mut encoded = Vec::new();
-        for i in 0..col.len() {
-            if !col.is_valid(i) {
-                let id = *self.null.get_or_insert_with(|| {
-                    encode_str(None, &mut encoded);
-                    keys.intern(&encoded, hash_key(&encoded)).0
-                });
-                ids.push(id);
-                continue;
-            }
-            let bytes = col.value_bytes(i);
-            let hash = STR_HASHER.hash_one(bytes);
-            let found = self.table.find(hash, |&id| {
-                bytes_eq(str_of_key(keys.key(id as usize)), bytes)
-            });
-            let id = match found {
-                Some(&id) => id,
-                None => {
-                    encode_str(Some(bytes), &mut encoded);
-                    let id = keys.intern(&encoded, hash_key(&encoded)).0;
-                    self.table.insert_unique(hash, id, |&g| {
-                        STR_HASHER.hash_one(str_of_key(keys.key(g as usize)))
-                    });
-                    id
-                }
-            };
-            ids.push(id);
-        }
-        ids
-    }
-}
-
-/// Group ids of a single integer-like key by value (NULL has its own), the ids being the
-/// partial's interned ids.
-#[derive(Default)]
-pub struct IntIds {
-    map: HashMap<i64, u32, FixedState>,
-    null: Option<u32>,
-}
-
-impl IntIds {
-    /// Every row's group id, interning each new value's encoded key in `keys`.
-    fn ids(&mut self, col: &Column, keys: &mut KeyInterner) -> Vec<u32> {
-        let ty = col.data_type();
-        let mut ids = Vec::with_capacity(col.len());
-        for_each_int(col, |_, v| ids.push(self.id(v, ty, keys).0));
-        ids
-    }
-
-    /// The group id of one value of type `ty`, and whether `keys` gained it; the value's
-    /// encoded key is looked up in `keys` the first time the value is seen here.
-    #[inline]
-    pub(super) fn id(
-        &mut self,
-        v: Option<i64>,
-        ty: DataType,
-        keys: &mut KeyInterner,
-    ) -> (u32, bool) {
-        let known = match v {
-            Some(x) => self.map.get(&x).copied(),
-            None => self.null,
-        };
-        if let Some(id) = known {
-            return (id, false);
-        }
-        let mut buf = [0u8; 9];
-        let key = encode_int(v, ty, &mut buf);
-        let (id, new) = keys.intern(key, hash_key(key));
-        match v {
-            Some(x) => {
-                self.map.insert(x, id);
-            }
-            None => self.null = Some(id),
-        }
-        (id, new)
-    }
-}
-
 impl AggregateSink {
     pub(super) fn new_table(&self) -> ExecResult<GroupTable> {
         Ok(GroupTable {
@@ -292,6 +225,7 @@ impl AggregateSink {
             accs: self.new_accs()?,
             ints: IntIds::default(),
             strs: StrIds::default(),
+            multi: Box::default(),
         })
     }
 
@@ -424,9 +358,9 @@ impl AggregateSink {
             let keys = match key_cols.as_slice() {
                 [one] if is_int_column(one) => BatchKeys::Int(one),
                 [Column::Utf8(one)] => BatchKeys::Str(one),
-                _ => {
-                    let encoded = RowKeys::encode(&key_cols, rows);
-                    let hashes = (0..rows).map(|i| hash_key(encoded.key(i))).collect();
+                cols if multi_key_columns(cols) => BatchKeys::Columns(cols),
+                cols => {
+                    let (encoded, hashes) = encode_with_hashes(cols);
                     BatchKeys::Encoded(encoded, hashes)
                 }
             };
@@ -722,21 +656,71 @@ mod tests {
             Column::Utf8(Utf8Column::from_strs(words.iter().map(|w| w.as_deref()))),
         ];
         for col in columns {
-            let (mut by_value, mut encoded) = (KeyInterner::new(), KeyInterner::new());
+            let mut by_value = KeyInterner::new();
             let ids = match &col {
                 Column::Utf8(s) => StrIds::default().ids(s, &mut by_value),
                 _ => IntIds::default().ids(&col, &mut by_value),
             };
-            let keys = RowKeys::encode(std::slice::from_ref(&col), col.len());
-            let want: Vec<u32> = (0..col.len())
-                .map(|i| encoded.intern(keys.key(i), hash_key(keys.key(i))).0)
-                .collect();
-            assert_eq!(ids, want, "{}", col.data_type());
-            assert_eq!(by_value.len(), encoded.len());
-            for g in 0..by_value.len() {
-                assert_eq!(by_value.key(g), encoded.key(g));
-                assert_eq!(by_value.hash(g), encoded.hash(g));
-            }
+            assert_same_groups(&ids, &by_value, std::slice::from_ref(&col));
+        }
+        // Several columns by their values' ids: two, three, and four (16 bits each) where
+        // one column outgrows its 16 bits in the second batch and the rest are encoded.
+        let n = values.len();
+        let many = Column::Int64(PrimitiveColumn::from_vec((0..n as i64 * 40).collect()));
+        let columns = [
+            Column::Int64(PrimitiveColumn::from_options(values.iter().copied())),
+            Column::Utf8(Utf8Column::from_strs(words.iter().map(|w| w.as_deref()))),
+            Column::Date32(PrimitiveColumn::from_options(
+                values.iter().map(|v| v.map(|x| (x % 3) as i32)),
+            )),
+        ];
+        for cols in [&columns[..2], &columns[1..], &columns[..]] {
+            let (mut by_value, mut multi) = (KeyInterner::new(), MultiIds::default());
+            let ids = multi.ids(cols, &mut by_value).expect("fits");
+            assert_same_groups(&ids, &by_value, cols);
+        }
+        let (mut by_value, mut multi) = (KeyInterner::new(), Box::<MultiIds>::default());
+        let mut batches = Vec::new();
+        for b in 0..40 {
+            let mut cols: Vec<Column> = columns.to_vec();
+            cols.push(many.slice(b * n, n));
+            let mut table = GroupTable {
+                keys: std::mem::take(&mut by_value),
+                accs: Vec::new(),
+                ints: IntIds::default(),
+                strs: StrIds::default(),
+                multi,
+            };
+            table.update(&BatchKeys::Columns(&cols), &[]).unwrap();
+            assert_eq!(table.multi.full(), b >= 32, "batch {b}");
+            (by_value, multi) = (table.keys, table.multi);
+            batches.push(cols);
+        }
+        // Every row of every batch is its own group: ids 0, 1, 2, ... in order.
+        assert_eq!(by_value.len(), 40 * n);
+        let flat: Vec<Column> = (0..4)
+            .map(|c| {
+                Column::concat(&batches.iter().map(|b| b[c].clone()).collect::<Vec<_>>()).unwrap()
+            })
+            .collect();
+        let ids: Vec<u32> = (0..40 * n as u32).collect();
+        assert_same_groups(&ids, &by_value, &flat);
+    }
+
+    /// `ids` and the keys interned in `got` are what interning every row's encoded key over
+    /// `cols` gives: the same ids, key bytes and hashes.
+    fn assert_same_groups(ids: &[u32], got: &KeyInterner, cols: &[Column]) {
+        let rows = cols[0].len();
+        let keys = RowKeys::encode(cols, rows);
+        let mut encoded = KeyInterner::new();
+        let want: Vec<u32> = (0..rows)
+            .map(|i| encoded.intern(keys.key(i), hash_key(keys.key(i))).0)
+            .collect();
+        assert_eq!(ids, want, "{} columns", cols.len());
+        assert_eq!(got.len(), encoded.len());
+        for g in 0..got.len() {
+            assert_eq!(got.key(g), encoded.key(g));
+            assert_eq!(got.hash(g), encoded.hash(g));
         }
     }
 }

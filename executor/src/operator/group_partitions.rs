@@ -18,7 +18,7 @@ use std::sync::Arc;
 use morsel_storage::{Batch, Column, DataType};
 
 use super::accumulator::Accumulator;
-use super::aggregate::{AggregateSink, BatchKeys, GroupTable, Partial};
+use super::aggregate::{encode_with_hashes, AggregateSink, BatchKeys, GroupTable, Partial};
 use super::keys::{encode_int, for_each_int, hash_key, KeyList, RowKeys};
 use crate::error::{ExecError, ExecResult};
 use crate::scheduler::parallel_map;
@@ -117,6 +117,10 @@ impl ScatteredRows {
         // of its encoded key (as a table's groups' partitions do).
         let keys = match keys {
             BatchKeys::Encoded(keys, hashes) => Read::Encoded(keys, hashes),
+            BatchKeys::Columns(cols) => {
+                let (keys, hashes) = encode_with_hashes(cols);
+                Read::Encoded(keys, hashes)
+            }
             BatchKeys::Str(col) => {
                 let keys = RowKeys::encode(&[Column::Utf8(col.clone())], col.len());
                 let hashes = (0..keys.len()).map(|i| hash_key(keys.key(i))).collect();

@@ -6,6 +6,7 @@ mod accumulator_stats;
 pub mod aggregate;
 pub mod collect;
 pub mod filter;
+mod group_ids;
 mod group_partitions;
 pub mod hash_join;
 pub mod keys;

@@ -1,0 +1,290 @@
+//! A batch's group ids looked up by the key values themselves, not by encoding every row's
+//! key: one integer-like key by value ([`IntIds`]), one text key by its bytes ([`StrIds`]),
+//! and two to four integer-like or text keys by small ids per column packed into one integer
+//! ([`MultiIds`]). The ids are the group table's interned ids: a key's encoded bytes are
+//! interned only the first time it is seen, so every path gives the ids, key bytes and hashes
+//! encoding the rows would.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+use hashbrown::{HashMap, HashTable};
+use morsel_storage::{Column, DataType, Utf8Column};
+
+use super::keys::{encode_int, encode_str, for_each_int, hash_key, str_of_key, KeyInterner};
+use crate::kernels::compare::bytes_eq;
+
+/// Hashes a string's bytes for [`StrIds`] (its own table; interned keys keep the hash of
+/// their encoding).
+pub(super) const STR_HASHER: FixedState = FixedState::with_seed(0x7374_7269_6e67_7321);
+
+/// Group ids of a single text key by the string's bytes (NULL has its own), the ids being
+/// the partial's interned ids: a row is looked up without encoding its key.
+#[derive(Default)]
+pub struct StrIds {
+    table: HashTable<u32>,
+    null: Option<u32>,
+}
+
+impl StrIds {
+    /// Every row's group id, interning each new string's encoded key in `keys`.
+    pub(super) fn ids(&mut self, col: &Utf8Column, keys: &mut KeyInterner) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(col.len());
+        let mut encoded = Vec::new();
+        for i in 0..col.len() {
+            if !col.is_valid(i) {
+                let id = *self.null.get_or_insert_with(|| {
+                    encode_str(None, &mut encoded);
+                    keys.intern(&encoded, hash_key(&encoded)).0
+                });
+                ids.push(id);
+                continue;
+            }
+            let bytes = col.value_bytes(i);
+            let hash = STR_HASHER.hash_one(bytes);
+            let found = self.table.find(hash, |&id| {
+                bytes_eq(str_of_key(keys.key(id as usize)), bytes)
+            });
+            let id = match found {
+                Some(&id) => id,
+                None => {
+                    encode_str(Some(bytes), &mut encoded);
+                    let id = keys.intern(&encoded, hash_key(&encoded)).0;
+                    self.table.insert_unique(hash, id, |&g| {
+                        STR_HASHER.hash_one(str_of_key(keys.key(g as usize)))
+                    });
+                    id
+                }
+            };
+            ids.push(id);
+        }
+        ids
+    }
+}
+
+/// Group ids of a single integer-like key by value (NULL has its own), the ids being the
+/// partial's interned ids.
+#[derive(Default)]
+pub struct IntIds {
+    map: HashMap<i64, u32, FixedState>,
+    null: Option<u32>,
+}
+
+impl IntIds {
+    /// Every row's group id, interning each new value's encoded key in `keys`.
+    pub(super) fn ids(&mut self, col: &Column, keys: &mut KeyInterner) -> Vec<u32> {
+        let ty = col.data_type();
+        let mut ids = Vec::with_capacity(col.len());
+        for_each_int(col, |_, v| ids.push(self.id(v, ty, keys).0));
+        ids
+    }
+
+    /// The group id of one value of type `ty`, and whether `keys` gained it; the value's
+    /// encoded key is looked up in `keys` the first time the value is seen here.
+    #[inline]
+    pub(super) fn id(
+        &mut self,
+        v: Option<i64>,
+        ty: DataType,
+        keys: &mut KeyInterner,
+    ) -> (u32, bool) {
+        let known = match v {
+            Some(x) => self.map.get(&x).copied(),
+            None => self.null,
+        };
+        if let Some(id) = known {
+            return (id, false);
+        }
+        let mut buf = [0u8; 9];
+        let key = encode_int(v, ty, &mut buf);
+        let (id, new) = keys.intern(key, hash_key(key));
+        match v {
+            Some(x) => {
+                self.map.insert(x, id);
+            }
+            None => self.null = Some(id),
+        }
+        (id, new)
+    }
+}
+
+/// The most key columns [`MultiIds`] packs (each gets 64 / columns bits).
+pub const MULTI_MAX_COLUMNS: usize = 4;
+
+/// Whether [`MultiIds`] can group by `cols`: two to [`MULTI_MAX_COLUMNS`] columns, each
+/// integer-like or text.
+pub fn multi_key_columns(cols: &[Column]) -> bool {
+    (2..=MULTI_MAX_COLUMNS).contains(&cols.len())
+        && cols.iter().all(|c| {
+            matches!(
+                c,
+                Column::Int32(_)
+                    | Column::Date32(_)
+                    | Column::Int64(_)
+                    | Column::Timestamp(_)
+                    | Column::Utf8(_)
+            )
+        })
+}
+
+/// Group ids of two to four integer-like or text key columns. Each column's values get small
+/// ids of their own (NULL one too); a row's column ids, packed side by side into one integer,
+/// find its group, and the row's key is encoded only when that integer is new. Once a column
+/// has more values than its share of the 64 bits holds, the table is `full` and its rows are
+/// encoded as any other multi-column key's.
+#[derive(Default)]
+pub struct MultiIds {
+    columns: Vec<ValueIds>,
+    groups: HashMap<u64, u32, FixedState>,
+    full: bool,
+}
+
+impl MultiIds {
+    /// Whether a column outgrew its bits (rows are encoded from then on).
+    #[cfg(test)]
+    pub fn full(&self) -> bool {
+        self.full
+    }
+
+    /// Every row's group id, or `None` once the table is full (the caller encodes the rows).
+    /// Columns other than [`multi_key_columns`] admits also give `None`.
+    pub fn ids(&mut self, cols: &[Column], keys: &mut KeyInterner) -> Option<Vec<u32>> {
+        if self.full || !multi_key_columns(cols) {
+            return None;
+        }
+        let rows = cols.first().map_or(0, Column::len);
+        let bits = 64 / cols.len() as u32;
+        let limit = if bits >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << bits) - 1
+        };
+        self.columns.resize_with(cols.len(), ValueIds::default);
+        let mut packed = vec![0u64; rows];
+        for (k, (col, ids)) in cols.iter().zip(&mut self.columns).enumerate() {
+            if !ids.pack(col, bits * k as u32, limit, &mut packed) {
+                self.full = true;
+                return None;
+            }
+        }
+        let mut encoded = Vec::new();
+        let ids = packed
+            .iter()
+            .enumerate()
+            .map(|(row, &p)| {
+                *self.groups.entry(p).or_insert_with(|| {
+                    encode_row(cols, row, &mut encoded);
+                    keys.intern(&encoded, hash_key(&encoded)).0
+                })
+            })
+            .collect();
+        Some(ids)
+    }
+}
+
+/// One key column's values and their small ids, in first-seen order.
+#[derive(Default)]
+struct ValueIds {
+    ints: HashMap<i64, u32, FixedState>,
+    /// Text of one byte (flags, codes), by that byte; `u32::MAX` where not yet seen.
+    bytes: Vec<u32>,
+    /// Text of up to seven bytes, by a word holding its bytes and length.
+    short: HashMap<u64, u32, FixedState>,
+    long: HashMap<Box<[u8]>, u32, FixedState>,
+    null: Option<u32>,
+    count: u32,
+}
+
+impl ValueIds {
+    /// ORs every row's value id, shifted left by `shift`, into `packed`; false (and `packed`
+    /// unusable) once the column has more than `limit` + 1 values.
+    fn pack(&mut self, col: &Column, shift: u32, limit: u32, packed: &mut [u64]) -> bool {
+        let Self {
+            ints,
+            bytes: by_byte,
+            short,
+            long,
+            null,
+            count,
+        } = self;
+        let mut fresh = || {
+            let id = *count;
+            *count = count.saturating_add(1);
+            id
+        };
+        match col {
+            Column::Utf8(s) => {
+                for (i, p) in packed.iter_mut().enumerate() {
+                    let id = if !s.is_valid(i) {
+                        *null.get_or_insert_with(&mut fresh)
+                    } else {
+                        let bytes = s.value_bytes(i);
+                        if let [b] = bytes {
+                            if by_byte.is_empty() {
+                                by_byte.resize(256, u32::MAX);
+                            }
+                            let slot = &mut by_byte[*b as usize];
+                            if *slot == u32::MAX {
+                                *slot = fresh();
+                            }
+                            *slot
+                        } else if bytes.len() < 8 {
+                            *short.entry(short_word(bytes)).or_insert_with(&mut fresh)
+                        } else if let Some(&id) = long.get(bytes) {
+                            id
+                        } else {
+                            let id = fresh();
+                            long.insert(bytes.into(), id);
+                            id
+                        }
+                    };
+                    *p |= u64::from(id) << shift;
+                }
+            }
+            _ => for_each_int(col, |i, v| {
+                let id = match v {
+                    Some(x) => *ints.entry(x).or_insert_with(&mut fresh),
+                    None => *null.get_or_insert_with(&mut fresh),
+                };
+                packed[i] |= u64::from(id) << shift;
+            }),
+        }
+        // Ids run 0..count: all fit while the last one does.
+        *count == 0 || *count - 1 <= limit
+    }
+}
+
+/// Up to seven bytes and their length in one word (no two such strings share a word).
+fn short_word(bytes: &[u8]) -> u64 {
+    let mut w = (bytes.len() as u64) << 56;
+    for (k, &b) in bytes.iter().enumerate() {
+        w |= u64::from(b) << (8 * k);
+    }
+    w
+}
+
+/// Row `row`'s key as [`super::keys::RowKeys::encode`] writes it: each column's encoding in
+/// turn (integer-like and text columns only).
+fn encode_row(cols: &[Column], row: usize, out: &mut Vec<u8>) {
+    out.clear();
+    let mut text = Vec::new();
+    for col in cols {
+        let valid = col.is_valid(row);
+        match col {
+            Column::Utf8(s) => {
+                encode_str(valid.then(|| s.value_bytes(row)), &mut text);
+                out.extend_from_slice(&text);
+            }
+            Column::Int32(x) | Column::Date32(x) => {
+                let v = valid.then(|| i64::from(x.values()[row]));
+                out.extend_from_slice(encode_int(v, col.data_type(), &mut [0u8; 9]));
+            }
+            Column::Int64(x) | Column::Timestamp(x) => {
+                let v = valid.then(|| x.values()[row]);
+                out.extend_from_slice(encode_int(v, col.data_type(), &mut [0u8; 9]));
+            }
+            // `MultiIds::ids` admits no other type.
+            _ => {}
+        }
+    }
+}
