@@ -111,19 +111,18 @@ impl IntIds {
 /// The most key columns [`MultiIds`] packs (each gets 64 / columns bits).
 pub const MULTI_MAX_COLUMNS: usize = 4;
 
-/// Whether [`MultiIds`] can group by `cols`: two to [`MULTI_MAX_COLUMNS`] columns, each
-/// integer-like or text.
+/// Whether [`MultiIds`] should group by `cols`: two to [`MULTI_MAX_COLUMNS`] columns, each
+/// integer-like or short text (under eight bytes a value on average: longer text is hashed
+/// once per column and again in the key, slower than encoding the key once; TPC-H Q16).
 pub fn multi_key_columns(cols: &[Column]) -> bool {
     (2..=MULTI_MAX_COLUMNS).contains(&cols.len())
-        && cols.iter().all(|c| {
-            matches!(
-                c,
-                Column::Int32(_)
-                    | Column::Date32(_)
-                    | Column::Int64(_)
-                    | Column::Timestamp(_)
-                    | Column::Utf8(_)
-            )
+        && cols.iter().all(|c| match c {
+            Column::Int32(_) | Column::Date32(_) | Column::Int64(_) | Column::Timestamp(_) => true,
+            Column::Utf8(s) => {
+                let o = s.offsets();
+                o[o.len() - 1] - o[0] < 8 * s.len() as i64
+            }
+            _ => false,
         })
 }
 
