@@ -414,7 +414,7 @@ fn profile_text(p: &QueryProfile) -> String {
         if per_worker.is_empty() {
             let _ = writeln!(
                 t,
-                "\nPipeline {} of {}: {} on one thread, {} wall",
+                "\nPipeline {} of {}: {} between pipelines, {} wall",
                 n + 1,
                 p.pipelines.len(),
                 pl.source,

@@ -472,8 +472,13 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             let started = std::time::Instant::now();
             // A semi, anti or mark join without a filter asks only whether a key has a row.
             let keys_only = filter.is_none() && !kind.outputs_right();
-            let table = Arc::new(JoinTable::new(build_batch, &build_keys, keys_only)?);
-            // The index is built on one thread between pipelines: report it as its own step.
+            let table = Arc::new(JoinTable::new(
+                build_batch,
+                &build_keys,
+                keys_only,
+                ctx.threads,
+            )?);
+            // The index is built between pipelines: report it as its own step.
             let ns = started.elapsed().as_nanos() as u64;
             ctx.metrics
                 .pipelines
@@ -492,7 +497,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                         bytes: 0,
                         memory_bytes: table.heap_bytes() as u64,
                         details: if ctx.explain_only {
-                            vec!["one thread, after the build input ends".into()]
+                            vec!["after the build input ends; integer keys and the rows per key on the workers".into()]
                         } else {
                             vec![format!(
                                 "{} distinct keys over {} rows, {}",

@@ -25,7 +25,7 @@ use super::keys::{for_each_int, hash_key, is_int_column, KeyInterner, RowKeys};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
-use crate::scheduler::Operator;
+use crate::scheduler::{parallel_map, Operator};
 
 /// Seed of the integer-key hash (fixed: the table is the same in every run).
 const INT_SEED: u64 = 0x6a6f_696e_2d6b_6579;
@@ -75,9 +75,10 @@ impl KeyIndex {
         }
     }
 
-    /// Interns the integer keys of a build column: each row's key id (`u32::MAX` for NULL),
-    /// ids in first-seen order, by value in an array when the range is small.
-    fn int_keys(col: &Column, key_of_row: &mut [u32]) -> (KeyIndex, bool) {
+    /// Interns the integer keys of a build column: each row's key id (`u32::MAX` for NULL).
+    /// When the range is small the keys are indexed by value in an array, built on up to
+    /// `threads` workers, ids in value order; otherwise hashed, ids in first-seen order.
+    fn int_keys(col: &Column, key_of_row: &mut [u32], threads: usize) -> (KeyIndex, bool) {
         let mut has_null = false;
         let mut range: Option<(i64, i64)> = None;
         for_each_int(col, |_, v| match v {
@@ -91,23 +92,13 @@ impl KeyIndex {
         let budget = (rows * DENSE_SLOTS_PER_ROW).max(DENSE_MIN_SLOTS);
         if span <= budget as u128 {
             let min = range.map_or(0, |(lo, _)| lo);
-            let mut slots = vec![u32::MAX; span as usize];
-            let mut keys = 0u32;
-            for_each_int(col, |r, v| {
-                if let Some(v) = v {
-                    let slot = &mut slots[(v - min) as usize];
-                    if *slot == u32::MAX {
-                        *slot = keys;
-                        keys += 1;
-                    }
-                    key_of_row[r] = *slot;
-                }
-            });
-            let keys = keys as usize;
+            let (slots, keys) = dense_slots(col, min, span as usize, key_of_row, threads);
             return (KeyIndex::Dense { min, slots, keys }, has_null);
         }
+        // Room for every row's key up front (up to 4M): growing by rehashing cost more than
+        // the build's other steps together (Q21's 729K unique order keys).
         let mut map: HashMap<i64, u32, FixedState> =
-            HashMap::with_capacity_and_hasher(rows.min(1 << 16), FixedState::with_seed(INT_SEED));
+            HashMap::with_capacity_and_hasher(rows.min(1 << 22), FixedState::with_seed(INT_SEED));
         for_each_int(col, |r, v| {
             if let Some(v) = v {
                 let next = map.len() as u32;
@@ -159,7 +150,14 @@ pub struct JoinTable {
 impl JoinTable {
     /// Indexes `build` by `key_exprs`; with `keys_only`, for a join that asks only whether
     /// a key has a row, without laying out the rows per key.
-    pub fn new(build: Batch, key_exprs: &[PhysExpr], keys_only: bool) -> ExecResult<Self> {
+    /// The rows per key are laid out on up to `threads` workers (the layout is the same for
+    /// any number).
+    pub fn new(
+        build: Batch,
+        key_exprs: &[PhysExpr],
+        keys_only: bool,
+        threads: usize,
+    ) -> ExecResult<Self> {
         let n = build.num_rows();
         let cols = key_exprs
             .iter()
@@ -167,7 +165,7 @@ impl JoinTable {
             .collect::<ExecResult<Vec<_>>>()?;
         let mut key_of_row = vec![u32::MAX; n];
         let (mut keys, has_null_key) = match cols.as_slice() {
-            [one] if is_int_column(one) => KeyIndex::int_keys(one, &mut key_of_row),
+            [one] if is_int_column(one) => KeyIndex::int_keys(one, &mut key_of_row, threads),
             _ => {
                 let encoded = RowKeys::encode(&cols, n);
                 let mut keys = KeyInterner::new();
@@ -192,23 +190,7 @@ impl JoinTable {
                 keys_only,
             });
         }
-        let mut starts = vec![0u32; keys.len() + 1];
-        for &k in &key_of_row {
-            if k != u32::MAX {
-                starts[k as usize + 1] += 1;
-            }
-        }
-        for i in 1..starts.len() {
-            starts[i] += starts[i - 1];
-        }
-        let mut fill = starts.clone();
-        let mut rows = vec![0u32; starts[keys.len()] as usize];
-        for (r, &k) in key_of_row.iter().enumerate() {
-            if k != u32::MAX {
-                rows[fill[k as usize] as usize] = r as u32;
-                fill[k as usize] += 1;
-            }
-        }
+        let (starts, rows) = lay_out_rows(&key_of_row, keys.len(), threads);
         let unique = rows.len() == keys.len();
         if unique {
             // Unique integer keys: the index holds each key's row itself.
@@ -275,6 +257,129 @@ impl JoinTable {
             b.push(r);
         }
     }
+}
+
+/// A dense index over integer keys `min..min + span`: slot `v - min` holds value `v`'s id
+/// (ids in value order), `u32::MAX` where no row has it; each row's id goes to `key_of_row`.
+/// Returns the slots and the number of distinct keys. The slots are split into one range per
+/// worker (each marks the values of its range, then numbers them from its range's base), and
+/// the rows into chunks, so the result is the same on any number of workers.
+fn dense_slots(
+    col: &Column,
+    min: i64,
+    span: usize,
+    key_of_row: &mut [u32],
+    threads: usize,
+) -> (Vec<u32>, usize) {
+    const UNSEEN: u32 = u32::MAX;
+    let parts = threads.clamp(1, span.max(1));
+    let mut slots = vec![UNSEEN; span];
+    let mut ranges = Vec::with_capacity(parts);
+    let mut rest = slots.as_mut_slice();
+    for t in 0..parts {
+        let (lo, hi) = (span * t / parts, span * (t + 1) / parts);
+        let (range, after) = rest.split_at_mut(hi - lo);
+        ranges.push((lo, range));
+        rest = after;
+    }
+    // Mark each range's values (0), counting them.
+    let marked = parallel_map(threads, ranges, |_, (lo, range)| {
+        let mut distinct = 0u32;
+        for_each_int(col, |_, v| {
+            // Values below the range wrap to offsets past its end.
+            if let Some(slot) = v.and_then(|v| range.get_mut(((v - min) as usize).wrapping_sub(lo)))
+            {
+                distinct += u32::from(*slot == UNSEEN);
+                *slot = 0;
+            }
+        });
+        (lo, range, distinct)
+    });
+    let keys: u32 = marked.iter().map(|(_, _, d)| d).sum();
+    let mut base = 0u32;
+    let numbered: Vec<(u32, &mut [u32])> = marked
+        .into_iter()
+        .map(|(_, range, distinct)| {
+            let b = base;
+            base += distinct;
+            (b, range)
+        })
+        .collect();
+    parallel_map(threads, numbered, |_, (base, range)| {
+        for (id, slot) in (base..).zip(range.iter_mut().filter(|s| **s != UNSEEN)) {
+            *slot = id;
+        }
+    });
+    // Every row's id, a chunk of rows per task.
+    const ROWS_PER_TASK: usize = 1 << 16;
+    let chunks: Vec<(usize, &mut [u32])> = key_of_row
+        .chunks_mut(ROWS_PER_TASK)
+        .enumerate()
+        .map(|(i, c)| (i * ROWS_PER_TASK, c))
+        .collect();
+    let slots_ref = &slots;
+    parallel_map(threads, chunks, |_, (offset, chunk)| {
+        let part = col.slice(offset, chunk.len());
+        for_each_int(&part, |r, v| {
+            if let Some(v) = v {
+                chunk[r] = slots_ref[(v - min) as usize];
+            }
+        });
+    });
+    (slots, keys as usize)
+}
+
+/// The build rows of each key id, in build order, as CSR: key `k`'s rows are
+/// `rows[starts[k]..starts[k + 1]]` (`key_of_row` holds each row's key id, `u32::MAX` for
+/// none). The ids are split into one range per worker; each worker counts, then places, the
+/// rows of its own ids (reading every row's id, writing only its share), so the layout is
+/// the serial one whatever the number of workers.
+fn lay_out_rows(key_of_row: &[u32], keys: usize, threads: usize) -> (Vec<u32>, Vec<u32>) {
+    let parts = threads.clamp(1, keys.max(1));
+    let bounds: Vec<(u32, u32)> = (0..parts)
+        .map(|t| ((keys * t / parts) as u32, (keys * (t + 1) / parts) as u32))
+        .collect();
+    // A NULL key's `u32::MAX` is in no range.
+    let counts = parallel_map(threads, bounds.clone(), |_, (lo, hi)| {
+        let mut c = vec![0u32; (hi - lo) as usize];
+        for &k in key_of_row {
+            if (lo..hi).contains(&k) {
+                c[(k - lo) as usize] += 1;
+            }
+        }
+        c
+    });
+    let mut starts = Vec::with_capacity(keys + 1);
+    starts.push(0u32);
+    let mut total = 0u32;
+    for &c in counts.iter().flatten() {
+        total += c;
+        starts.push(total);
+    }
+    let mut rows = vec![0u32; total as usize];
+    let mut shares = Vec::with_capacity(parts);
+    let mut rest = rows.as_mut_slice();
+    for &(lo, hi) in &bounds {
+        let (share, after) =
+            rest.split_at_mut((starts[hi as usize] - starts[lo as usize]) as usize);
+        shares.push((lo, hi, share));
+        rest = after;
+    }
+    parallel_map(threads, shares, |_, (lo, hi, share)| {
+        let base = starts[lo as usize];
+        let mut fill: Vec<u32> = starts[lo as usize..hi as usize]
+            .iter()
+            .map(|s| s - base)
+            .collect();
+        for (r, &k) in key_of_row.iter().enumerate() {
+            if (lo..hi).contains(&k) {
+                let f = &mut fill[(k - lo) as usize];
+                share[*f as usize] = r as u32;
+                *f += 1;
+            }
+        }
+    });
+    (starts, rows)
 }
 
 /// Build rows that found a match, set from any worker (right and full joins).
@@ -561,7 +666,8 @@ mod tests {
         kind: JoinKind,
         keys_only: bool,
     ) -> (String, Candidates) {
-        let table = JoinTable::new(batch(build), &[PhysExpr::Column(0)], keys_only).expect("table");
+        let table =
+            JoinTable::new(batch(build), &[PhysExpr::Column(0)], keys_only, 1).expect("table");
         let index = table.index_kind();
         let schema = batch(probe).schema().clone();
         let op = HashProbeOp {
@@ -580,6 +686,44 @@ mod tests {
     fn pairs(build: &[Option<i64>], probe: &[Option<i64>]) -> (String, Vec<(u32, u32)>) {
         let (index, c) = self::probe(build, probe, JoinKind::Inner, false);
         (index, c.probe.into_iter().zip(c.build).collect())
+    }
+
+    /// The rows per key laid out on 2, 3 or 8 workers are the serial layout: every key's rows
+    /// in build order, NULL keys nowhere (dense, hashed and encoded indexes).
+    #[test]
+    fn rows_per_key_are_laid_out_the_same_on_any_number_of_workers() {
+        let mut r = Rng(23);
+        for spread in [1i64, 1 << 40] {
+            let build: Vec<Option<i64>> = (0..5000)
+                .map(|_| (r.below(10) != 0).then(|| r.below(700) as i64 * spread))
+                .collect();
+            let layout = |threads: usize, key: PhysExpr| {
+                let t = JoinTable::new(batch(&build), &[key], false, threads).expect("table");
+                (t.keys.describe(), t.starts, t.rows)
+            };
+            let two_keys = || vec![PhysExpr::Column(0), PhysExpr::Column(0)];
+            let serial = layout(1, PhysExpr::Column(0));
+            assert_eq!(serial.2.len(), build.iter().flatten().count());
+            for k in 0..serial.1.len() - 1 {
+                let rows = &serial.2[serial.1[k] as usize..serial.1[k + 1] as usize];
+                assert!(
+                    rows.windows(2).all(|w| w[0] < w[1]),
+                    "key {k} out of build order"
+                );
+            }
+            for threads in [2, 3, 8] {
+                assert_eq!(
+                    layout(threads, PhysExpr::Column(0)),
+                    serial,
+                    "{threads} workers"
+                );
+                let encoded = |threads| {
+                    let t = JoinTable::new(batch(&build), &two_keys(), false, threads).unwrap();
+                    (t.starts, t.rows)
+                };
+                assert_eq!(encoded(threads), encoded(1), "{threads} workers, encoded");
+            }
+        }
     }
 
     /// A table of keys only (for a semi join without a filter) pairs each probe row that has
