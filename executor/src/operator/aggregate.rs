@@ -110,6 +110,15 @@ pub struct GroupTable {
 }
 
 impl GroupTable {
+    /// Makes room for `groups` groups of keys like `keys` (a morsel's table would otherwise
+    /// grow, rehashing, from empty: a tenth of grouping by l_orderkey).
+    fn reserve(&mut self, groups: usize, keys: &BatchKeys) {
+        self.keys.reserve(groups);
+        if let BatchKeys::Int(_) = keys {
+            self.ints.reserve(groups);
+        }
+    }
+
     /// Adds a batch's rows: `args` are each aggregate's argument.
     fn update(&mut self, keys: &BatchKeys, args: &[Option<Column>]) -> ExecResult<()> {
         let intern_all = |keys: &mut KeyInterner, encoded: &RowKeys, hashes: &[u64]| {
@@ -144,10 +153,10 @@ impl GroupTable {
 /// checked after [`MIN_SCATTER_ROWS`] rows and four times that: distinct keys only get
 /// rarer as more rows come, so fewer than half distinct by then settles it for a table
 /// without reading the rest.
-fn many_groups(keys: &BatchKeys) -> bool {
+fn many_groups(keys: &BatchKeys) -> Grouping {
     let rows = keys.rows();
     if rows < MIN_SCATTER_ROWS {
-        return false;
+        return Grouping::Table { groups: 0 };
     }
     let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
     // Integers hash by one multiplication: its top bits spread even consecutive values.
@@ -180,11 +189,16 @@ fn many_groups(keys: &BatchKeys) -> bool {
             }),
         }
         seen = upto;
-        if sketch.distinct() * (SCATTER_DISTINCT_PER_ROWS as f64) < seen as f64 {
-            return false;
+        let distinct = sketch.distinct();
+        if distinct * (SCATTER_DISTINCT_PER_ROWS as f64) < seen as f64 {
+            // The keys seen so far, at the same rate over the rest of the batch.
+            let groups = (distinct * rows as f64 / seen as f64).min(rows as f64);
+            return Grouping::Table {
+                groups: groups as usize,
+            };
         }
     }
-    true
+    Grouping::Scatter
 }
 
 /// Every row's encoded key over `cols`, and its hash.
@@ -193,6 +207,15 @@ pub(super) fn encode_with_hashes(cols: &[Column]) -> (RowKeys, Vec<u64>) {
     let encoded = RowKeys::encode(cols, rows);
     let hashes = (0..rows).map(|i| hash_key(encoded.key(i))).collect();
     (encoded, hashes)
+}
+
+/// How a morsel is grouped, decided from its first batch.
+#[derive(Clone, Copy, Debug)]
+enum Grouping {
+    /// Its rows are scattered by key hash.
+    Scatter,
+    /// A group table, sized for about this many groups.
+    Table { groups: usize },
 }
 
 /// One bit per hash value's top bits.
@@ -342,7 +365,7 @@ impl AggregateSink {
     fn consume_grouped(
         &self,
         batches: &[Batch],
-        scatter: fn(&BatchKeys) -> bool,
+        decide: fn(&BatchKeys) -> Grouping,
     ) -> ExecResult<Partial> {
         let mut partial: Option<Partial> = None;
         for batch in batches {
@@ -369,10 +392,16 @@ impl AggregateSink {
                 .iter()
                 .map(|a| a.arg.as_ref().map(|e| e.evaluate(batch)).transpose())
                 .collect::<ExecResult<Vec<_>>>()?;
-            let p = match &mut partial {
-                Some(p) => p,
-                None if scatter(&keys) => partial.insert(Partial::Rows(ScatteredRows::new())),
-                None => partial.insert(Partial::Table(self.new_table()?)),
+            let p = match (&mut partial, decide) {
+                (Some(p), _) => p,
+                (None, decide) => match decide(&keys) {
+                    Grouping::Scatter => partial.insert(Partial::Rows(ScatteredRows::new())),
+                    Grouping::Table { groups } => {
+                        let mut table = self.new_table()?;
+                        table.reserve(groups, &keys);
+                        partial.insert(Partial::Table(table))
+                    }
+                },
             };
             match p {
                 Partial::Table(t) => t.update(&keys, &args)?,
@@ -548,8 +577,8 @@ mod tests {
             .collect()
     }
 
-    const TABLE: fn(&BatchKeys) -> bool = |_| false;
-    const SCATTER: fn(&BatchKeys) -> bool = |_| true;
+    const TABLE: fn(&BatchKeys) -> Grouping = |_| Grouping::Table { groups: 0 };
+    const SCATTER: fn(&BatchKeys) -> Grouping = |_| Grouping::Scatter;
 
     #[test]
     fn partitioned_merge_equals_serial_merge_bit_for_bit() {
@@ -613,13 +642,14 @@ mod tests {
             let one = std::slice::from_ref(&col);
             let encoded = RowKeys::encode(one, col.len());
             let hashes = (0..col.len()).map(|i| hash_key(encoded.key(i))).collect();
-            let by_value = many_groups(&BatchKeys::Int(&col));
-            assert_eq!(by_value, many_groups(&BatchKeys::Encoded(encoded, hashes)));
+            let scatters = |keys: &BatchKeys| matches!(many_groups(keys), Grouping::Scatter);
+            let by_value = scatters(&BatchKeys::Int(&col));
+            assert_eq!(by_value, scatters(&BatchKeys::Encoded(encoded, hashes)));
             let text: Vec<String> = (0..col.len())
                 .map(|i| format!("{:?}", col.scalar_at(i)))
                 .collect();
             let text = Utf8Column::from_strs(text.iter().map(|t| Some(t.as_str())));
-            assert_eq!(by_value, many_groups(&BatchKeys::Str(&text)));
+            assert_eq!(by_value, scatters(&BatchKeys::Str(&text)));
             by_value
         };
         let mut r = Rng(11);
@@ -648,8 +678,12 @@ mod tests {
             .iter()
             .map(|v| v.map(|x| "ab".repeat(x.unsigned_abs() as usize % 7) + &x.to_string()))
             .collect();
+        // Integers in a small range read through an array per batch, spread ones hashed.
         let columns = [
             Column::Int64(PrimitiveColumn::from_options(values.iter().copied())),
+            Column::Int64(PrimitiveColumn::from_options(
+                values.iter().map(|v| v.map(|x| x << 40)),
+            )),
             Column::Date32(PrimitiveColumn::from_options(
                 values.iter().map(|v| v.map(|x| x as i32)),
             )),

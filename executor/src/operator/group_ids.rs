@@ -62,6 +62,10 @@ impl StrIds {
     }
 }
 
+/// A batch's integer keys are read through an array of their range when it holds at most
+/// this many slots per row.
+const BATCH_SLOTS_PER_ROW: usize = 4;
+
 /// Group ids of a single integer-like key by value (NULL has its own), the ids being the
 /// partial's interned ids.
 #[derive(Default)]
@@ -72,10 +76,43 @@ pub struct IntIds {
 
 impl IntIds {
     /// Every row's group id, interning each new value's encoded key in `keys`.
+    /// Makes room for `more` values.
+    pub(super) fn reserve(&mut self, more: usize) {
+        self.map.reserve(more);
+    }
+
+    /// When the batch's values span a small range (sorted or clustered keys, few values),
+    /// a value's id is looked up in the map once per batch and then read from an array.
     pub(super) fn ids(&mut self, col: &Column, keys: &mut KeyInterner) -> Vec<u32> {
         let ty = col.data_type();
-        let mut ids = Vec::with_capacity(col.len());
-        for_each_int(col, |_, v| ids.push(self.id(v, ty, keys).0));
+        let rows = col.len();
+        let mut ids = Vec::with_capacity(rows);
+        let mut range: Option<(i64, i64)> = None;
+        for_each_int(col, |_, v| {
+            if let Some(v) = v {
+                range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+            }
+        });
+        let span = range.map_or(0, |(lo, hi)| hi as i128 - lo as i128 + 1);
+        match range {
+            Some((min, _)) if span <= (BATCH_SLOTS_PER_ROW * rows) as i128 => {
+                let mut seen = vec![u32::MAX; span as usize];
+                for_each_int(col, |_, v| {
+                    let id = match v {
+                        Some(x) => {
+                            let slot = &mut seen[(x - min) as usize];
+                            if *slot == u32::MAX {
+                                *slot = self.id(v, ty, keys).0;
+                            }
+                            *slot
+                        }
+                        None => self.id(None, ty, keys).0,
+                    };
+                    ids.push(id);
+                });
+            }
+            _ => for_each_int(col, |_, v| ids.push(self.id(v, ty, keys).0)),
+        }
         ids
     }
 
