@@ -1,7 +1,9 @@
 //! Hash aggregation as a sink. Each morsel is grouped on the worker that reads it, one of two
 //! ways, chosen from its first batch's keys (so by the data, never by the workers):
 //! - few distinct keys: a partial group table (keys interned in first-seen order, one
-//!   accumulator slot per group), merged with the other partials in morsel order;
+//!   accumulator slot per group; rows find their group by the key values where the keys'
+//!   types allow, see [`super::group_ids`]), sized from the first batch's distinct keys and
+//!   merged with the other partials in morsel order;
 //! - nearly every row a new key: its rows are scattered by key hash into partitions, each
 //!   reduced once in `finish` (see [`super::group_partitions`]).
 //!

@@ -30,7 +30,7 @@ use crate::scheduler::{parallel_map, Operator};
 /// Seed of the integer-key hash (fixed: the table is the same in every run).
 const INT_SEED: u64 = 0x6a6f_696e_2d6b_6579;
 
-/// Distinct build keys, numbered in first-seen order.
+/// Distinct build keys, numbered in first-seen order (a dense index: in value order).
 enum KeyIndex {
     /// Any keys, as encoded bytes.
     Encoded(KeyInterner),
@@ -293,13 +293,13 @@ fn dense_slots(
                 *slot = 0;
             }
         });
-        (lo, range, distinct)
+        (range, distinct)
     });
-    let keys: u32 = marked.iter().map(|(_, _, d)| d).sum();
+    let keys: u32 = marked.iter().map(|(_, d)| d).sum();
     let mut base = 0u32;
     let numbered: Vec<(u32, &mut [u32])> = marked
         .into_iter()
-        .map(|(_, range, distinct)| {
+        .map(|(range, distinct)| {
             let b = base;
             base += distinct;
             (b, range)
