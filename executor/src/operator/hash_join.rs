@@ -682,6 +682,13 @@ mod tests {
         (index, op.candidates(&batch(probe)).expect("probe"))
     }
 
+    /// `n` keys, one in ten NULL, the others multiples of `spread` below `values * spread`.
+    fn keys(r: &mut Rng, n: usize, values: u64, spread: i64) -> Vec<Option<i64>> {
+        (0..n)
+            .map(|_| (r.below(10) != 0).then(|| r.below(values) as i64 * spread))
+            .collect()
+    }
+
     /// The (probe row, build row) pairs of an inner join, probe order then build order.
     fn pairs(build: &[Option<i64>], probe: &[Option<i64>]) -> (String, Vec<(u32, u32)>) {
         let (index, c) = self::probe(build, probe, JoinKind::Inner, false);
@@ -694,9 +701,7 @@ mod tests {
     fn rows_per_key_are_laid_out_the_same_on_any_number_of_workers() {
         let mut r = Rng(23);
         for spread in [1i64, 1 << 40] {
-            let build: Vec<Option<i64>> = (0..5000)
-                .map(|_| (r.below(10) != 0).then(|| r.below(700) as i64 * spread))
-                .collect();
+            let build = keys(&mut r, 5000, 700, spread);
             let layout = |threads: usize, key: PhysExpr| {
                 let t = JoinTable::new(batch(&build), &[key], false, threads).expect("table");
                 (t.keys.describe(), t.starts, t.rows)
@@ -732,12 +737,8 @@ mod tests {
     fn a_table_of_keys_only_finds_each_matching_probe_row_once() {
         let mut r = Rng(17);
         for spread in [1i64, 1 << 40] {
-            let build: Vec<Option<i64>> = (0..400)
-                .map(|_| (r.below(10) != 0).then(|| r.below(150) as i64 * spread))
-                .collect();
-            let probe: Vec<Option<i64>> = (0..600)
-                .map(|_| (r.below(10) != 0).then(|| r.below(200) as i64 * spread))
-                .collect();
+            let build = keys(&mut r, 400, 150, spread);
+            let probe = keys(&mut r, 600, 200, spread);
             let (index, c) = self::probe(&build, &probe, JoinKind::Semi, true);
             assert!(index.ends_with("keys only (no rows per key)"), "{index}");
             let got = c.probe;
