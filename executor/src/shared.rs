@@ -1,8 +1,8 @@
 //! Identical subplans computed once per query. A common table expression used twice is bound
 //! as two copies of one plan whose scans share their sources, and a catalog table, or a file
-//! path, named twice in a statement is two scans of one source; where two copies are still identical after optimization (same
-//! text, same sources), the aggregate at their top, or the CSV scan, runs once and each
-//! reader gets its batches. A result is kept only while a reader is still to come, so a
+//! path, named twice in a statement is two scans of one source; where two copies are still
+//! identical after optimization (same text, same sources), the aggregate at their top, or
+//! the CSV scan, runs once and each reader gets its batches. A result is kept only while a reader is still to come, so a
 //! subplan used once costs nothing extra. Below a LIMIT nothing is shared: a limit stops its
 //! scan early, which a shared, fully decoded scan would not.
 //!

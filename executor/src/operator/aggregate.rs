@@ -394,16 +394,16 @@ impl AggregateSink {
                 .iter()
                 .map(|a| a.arg.as_ref().map(|e| e.evaluate(batch)).transpose())
                 .collect::<ExecResult<Vec<_>>>()?;
-            let p = match (&mut partial, decide) {
-                (Some(p), _) => p,
-                (None, decide) => match decide(&keys) {
-                    Grouping::Scatter => partial.insert(Partial::Rows(ScatteredRows::new())),
+            let p = match &mut partial {
+                Some(p) => p,
+                None => partial.insert(match decide(&keys) {
+                    Grouping::Scatter => Partial::Rows(ScatteredRows::new()),
                     Grouping::Table { groups } => {
                         let mut table = self.new_table()?;
                         table.reserve(groups, &keys);
-                        partial.insert(Partial::Table(table))
+                        Partial::Table(table)
                     }
-                },
+                }),
             };
             match p {
                 Partial::Table(t) => t.update(&keys, &args)?,

@@ -122,8 +122,7 @@ impl ScatteredRows {
                 Read::Encoded(keys, hashes)
             }
             BatchKeys::Str(col) => {
-                let keys = RowKeys::encode(&[Column::Utf8(col.clone())], col.len());
-                let hashes = (0..keys.len()).map(|i| hash_key(keys.key(i))).collect();
+                let (keys, hashes) = encode_with_hashes(&[Column::Utf8(col.clone())]);
                 Read::Encoded(keys, hashes)
             }
             BatchKeys::Int(col) => {

@@ -272,12 +272,10 @@ fn dense_slots(
     threads: usize,
 ) -> (Vec<u32>, usize) {
     const UNSEEN: u32 = u32::MAX;
-    let parts = threads.clamp(1, span.max(1));
     let mut slots = vec![UNSEEN; span];
-    let mut ranges = Vec::with_capacity(parts);
+    let mut ranges = Vec::new();
     let mut rest = slots.as_mut_slice();
-    for t in 0..parts {
-        let (lo, hi) = (span * t / parts, span * (t + 1) / parts);
+    for (lo, hi) in even_ranges(span, threads) {
         let (range, after) = rest.split_at_mut(hi - lo);
         ranges.push((lo, range));
         rest = after;
@@ -329,15 +327,20 @@ fn dense_slots(
     (slots, keys as usize)
 }
 
+/// `0..n` cut into one range per worker (at least one range), as even as they come.
+fn even_ranges(n: usize, threads: usize) -> impl Iterator<Item = (usize, usize)> {
+    let parts = threads.clamp(1, n.max(1));
+    (0..parts).map(move |t| (n * t / parts, n * (t + 1) / parts))
+}
+
 /// The build rows of each key id, in build order, as CSR: key `k`'s rows are
 /// `rows[starts[k]..starts[k + 1]]` (`key_of_row` holds each row's key id, `u32::MAX` for
 /// none). The ids are split into one range per worker; each worker counts, then places, the
 /// rows of its own ids (reading every row's id, writing only its share), so the layout is
 /// the serial one whatever the number of workers.
 fn lay_out_rows(key_of_row: &[u32], keys: usize, threads: usize) -> (Vec<u32>, Vec<u32>) {
-    let parts = threads.clamp(1, keys.max(1));
-    let bounds: Vec<(u32, u32)> = (0..parts)
-        .map(|t| ((keys * t / parts) as u32, (keys * (t + 1) / parts) as u32))
+    let bounds: Vec<(u32, u32)> = even_ranges(keys, threads)
+        .map(|(lo, hi)| (lo as u32, hi as u32))
         .collect();
     // A NULL key's `u32::MAX` is in no range.
     let counts = parallel_map(threads, bounds.clone(), |_, (lo, hi)| {
@@ -357,7 +360,7 @@ fn lay_out_rows(key_of_row: &[u32], keys: usize, threads: usize) -> (Vec<u32>, V
         starts.push(total);
     }
     let mut rows = vec![0u32; total as usize];
-    let mut shares = Vec::with_capacity(parts);
+    let mut shares = Vec::with_capacity(bounds.len());
     let mut rest = rows.as_mut_slice();
     for &(lo, hi) in &bounds {
         let (share, after) =
