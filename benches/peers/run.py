@@ -2,12 +2,15 @@
 """Side-by-side: morsel vs DuckDB vs Polars, same data, same thread count, results checked.
 
     python3 benches/peers/run.py [--threads 1,2] [--sf 1] [--runs 3] [--tpch-only|--suite-only]
+                                 [--tpch-memory]
 
 Creates benches/peers/.venv with the pinned versions in requirements.txt on first use, builds
 morsel's benchmark binaries, generates the data (TPC-H with tpchgen at --sf; the suite's tables
 exported by the suite itself) and prints one markdown table per thread count:
 workload | morsel ms | DuckDB ms | Polars ms | morsel / best peer, plus CPU seconds (user+sys)
 and, for TPC-H over CSV, peak memory (max RSS from /usr/bin/time -v), per engine.
+`--tpch-memory` runs TPC-H on tables loaded into memory first (each engine loads the tables
+the query names, untimed) instead of over the CSV files.
 
 Every engine runs each query in its own process, `--runs` times; the time is the median of
 those runs, measured inside the process (start-up and table registration excluded) up to a
@@ -166,28 +169,35 @@ def tpch(py, args, threads):
     runner = os.path.join(ROOT, "target", "release", "morsel-tpch")
     # Generate the data (once) before anything is timed.
     subprocess.run([runner, "--sf", f"{args.sf:g}", "--data", data, "--runs", "1", "--query", "6"], capture_output=True, check=True)
+    mode = "memory" if args.tpch_memory else "csv"
     rows = []
     for q in range(1, 23):
         sql = open(os.path.join(ROOT, "tests", "tpch", "queries", f"q{q:02}.sql")).read()
-        outdir = os.path.join(OUT, f"tpch-t{threads}")
+        outdir = os.path.join(OUT, f"tpch-{mode}-t{threads}")
         os.makedirs(outdir, exist_ok=True)
         env = dict(os.environ, MORSEL_THREADS=str(threads))
         cmd = [runner, "--sf", f"{args.sf:g}", "--data", data, "--threads", str(threads), "--runs", str(args.runs),
-               "--query", str(q), "--out", outdir]
+               "--query", str(q), "--out", outdir, "--mode", mode]
         stdout, cpu, rss, ok, _ = timed(cmd, env)
         line = [l for l in stdout.splitlines() if l.startswith(f"q{q:02},")]
         m = {"error": "failed"}
         if ok and line:
             f = next(csv.reader([line[0]]))
             m = {"ms": float(f[3]), "cpu": cpu / args.runs, "rss": rss} if f[1] == "ok" else {"error": "unsupported"}
-        setup = {"views": {t: os.path.join(data, f"{t}.csv") for t in TABLES}, "tables": {}}
+        files = {t: os.path.join(data, f"{t}.csv") for t in TABLES}
+        if args.tpch_memory:
+            # Load only the tables the query names: loading all of them per query would
+            # take most of the run.
+            setup = {"views": {}, "tables": {t: f for t, f in files.items() if re.search(rf"\b{t}\b", sql)}}
+        else:
+            setup = {"views": files, "tables": {}}
         res = {"morsel": m}
         for engine in ("duckdb", "polars"):
             out = os.path.join(outdir, f"q{q:02}.{engine}.csv")
             res[engine] = peer(py, engine, sql, setup, args.runs, threads, out)
             if "ms" in m and "ms" in res[engine]:
                 res[engine]["agrees"] = same_result(os.path.join(outdir, f"q{q:02}.csv"), out, ordered=True)
-        rows.append((f"TPC-H Q{q} (csv)", res))
+        rows.append((f"TPC-H Q{q} ({mode})", res))
         print(f"  q{q:02}: " + ", ".join(f"{e} {fmt(r.get('ms'))}" for e, r in res.items()), file=sys.stderr)
     return rows
 
@@ -291,6 +301,7 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--tpch-only", action="store_true")
     p.add_argument("--suite-only", action="store_true")
+    p.add_argument("--tpch-memory", action="store_true")
     args = p.parse_args()
     py = venv_python()
     subprocess.check_call(["cargo", "bench", "--no-run", "--bench", "tpch", "--bench", "suite"], cwd=ROOT)
