@@ -25,7 +25,7 @@ use super::keys::{for_each_int, hash_key, is_int_column, KeyInterner, RowKeys};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
-use crate::scheduler::{parallel_map, Operator};
+use crate::scheduler::{parallel_map, Operator, Sink};
 
 /// Seed of the integer-key hash (fixed: the table is the same in every run).
 const INT_SEED: u64 = 0x6a6f_696e_2d6b_6579;
@@ -34,8 +34,13 @@ const INT_SEED: u64 = 0x6a6f_696e_2d6b_6579;
 enum KeyIndex {
     /// Any keys, as encoded bytes.
     Encoded(KeyInterner),
-    /// One integer (or date / timestamp) key: looked up by value, no encoding.
-    Int(HashMap<i64, u32, FixedState>),
+    /// One integer (or date / timestamp) key: looked up by value, no encoding; where the
+    /// values span at most [`PRESENT_BITS`], a bit per value says whether a build row has
+    /// it, so most probe values without a match skip the hash lookup.
+    Int {
+        map: HashMap<i64, u32, FixedState>,
+        present: Option<ValueBits>,
+    },
     /// One integer key whose values span a small range (at most [`DENSE_SLOTS_PER_ROW`] slots
     /// per build row): slot `v - min` holds the key's id, `u32::MAX` where no build row has
     /// the value. A lookup is one array read, no hashing.
@@ -47,31 +52,49 @@ enum KeyIndex {
 }
 
 /// A dense index may spend this many slots (4 bytes each) per build row.
-const DENSE_SLOTS_PER_ROW: usize = 4;
+const DENSE_SLOTS_PER_ROW: usize = 16;
+
+/// A hashed integer index keeps a bit per value when its values span at most this many (4 MiB).
+const PRESENT_BITS: u128 = 1 << 25;
+
+/// One bit per value of `min..min + 64 * bits.len()`: set where some build row has it.
+struct ValueBits {
+    min: i64,
+    bits: Vec<u64>,
+}
+
+impl ValueBits {
+    fn new(col: &Column, min: i64, span: usize) -> Self {
+        let mut bits = vec![0u64; span.div_ceil(64)];
+        for_each_int(col, |_, v| {
+            if let Some(v) = v {
+                let o = (v - min) as usize;
+                bits[o / 64] |= 1 << (o % 64);
+            }
+        });
+        Self { min, bits }
+    }
+
+    /// Whether some build row may have `v` (false: none has).
+    #[inline]
+    fn has(&self, v: i64) -> bool {
+        // Values below `min` wrap to offsets past the end.
+        let o = v.wrapping_sub(self.min) as u64;
+        self.bits
+            .get((o / 64) as usize)
+            .is_some_and(|w| w >> (o % 64) & 1 != 0)
+    }
+}
 
 /// A dense index is always allowed this many slots, however few the rows.
-const DENSE_MIN_SLOTS: usize = 1 << 12;
+const DENSE_MIN_SLOTS: usize = 1 << 16;
 
 impl KeyIndex {
     fn len(&self) -> usize {
         match self {
             KeyIndex::Encoded(k) => k.len(),
-            KeyIndex::Int(m) => m.len(),
+            KeyIndex::Int { map, .. } => map.len(),
             KeyIndex::Dense { keys, .. } => *keys,
-        }
-    }
-
-    /// The id of integer key `v`, or `None` where no build row has it.
-    #[inline]
-    fn find_int(&self, v: i64) -> Option<u32> {
-        match self {
-            KeyIndex::Dense { min, slots, .. } => {
-                // Values below `min` wrap to offsets past the end.
-                let id = *slots.get(v.wrapping_sub(*min) as u64 as usize)?;
-                (id != u32::MAX).then_some(id)
-            }
-            KeyIndex::Int(map) => map.get(&v).copied(),
-            KeyIndex::Encoded(_) => None,
         }
     }
 
@@ -105,17 +128,27 @@ impl KeyIndex {
                 key_of_row[r] = *map.entry(v).or_insert(next);
             }
         });
-        (KeyIndex::Int(map), has_null)
+        let present = (span <= PRESENT_BITS).then(|| {
+            let min = range.map_or(0, |(lo, _)| lo);
+            ValueBits::new(col, min, span as usize)
+        });
+        (KeyIndex::Int { map, present }, has_null)
     }
 
-    /// For unique keys: makes every entry hold its key's row instead of its id.
-    fn ids_to_rows(&mut self, rows: &[u32]) {
+    /// For unique keys: makes every entry hold its key's row instead of its id (an array
+    /// index by ranges on up to `threads` workers).
+    fn ids_to_rows(&mut self, rows: &[u32], threads: usize) {
         match self {
-            KeyIndex::Int(map) => map.values_mut().for_each(|v| *v = rows[*v as usize]),
-            KeyIndex::Dense { slots, .. } => slots
-                .iter_mut()
-                .filter(|v| **v != u32::MAX)
-                .for_each(|v| *v = rows[*v as usize]),
+            KeyIndex::Int { map, .. } => map.values_mut().for_each(|v| *v = rows[*v as usize]),
+            KeyIndex::Dense { slots, .. } => {
+                let per_task = slots.len().div_ceil(threads.max(1)).max(1);
+                parallel_map(threads, slots.chunks_mut(per_task).collect(), |_, chunk| {
+                    chunk
+                        .iter_mut()
+                        .filter(|v| **v != u32::MAX)
+                        .for_each(|v| *v = rows[*v as usize])
+                });
+            }
             KeyIndex::Encoded(_) => {}
         }
     }
@@ -124,7 +157,13 @@ impl KeyIndex {
     fn describe(&self) -> String {
         match self {
             KeyIndex::Encoded(_) => "hashed as encoded bytes".into(),
-            KeyIndex::Int(_) => "hashed by integer value".into(),
+            KeyIndex::Int { present: None, .. } => "hashed by integer value".into(),
+            KeyIndex::Int {
+                present: Some(p), ..
+            } => format!(
+                "hashed by integer value, a bit per value in a range of {}",
+                p.bits.len() * 64
+            ),
             KeyIndex::Dense { slots, .. } => {
                 format!("indexed by value (an array of {} slots)", slots.len())
             }
@@ -194,7 +233,7 @@ impl JoinTable {
         let unique = rows.len() == keys.len();
         if unique {
             // Unique integer keys: the index holds each key's row itself.
-            keys.ids_to_rows(&rows);
+            keys.ids_to_rows(&rows, threads);
         }
         Ok(Self {
             build,
@@ -211,7 +250,9 @@ impl JoinTable {
     pub fn heap_bytes(&self) -> usize {
         let index = match &self.keys {
             KeyIndex::Encoded(k) => k.heap_bytes(),
-            KeyIndex::Int(m) => m.capacity() * (8 + 4 + 1),
+            KeyIndex::Int { map, present } => {
+                map.capacity() * (8 + 4 + 1) + present.as_ref().map_or(0, |p| p.bits.len() * 8)
+            }
             KeyIndex::Dense { slots, .. } => slots.capacity() * 4,
         };
         self.build.window_bytes() + index + (self.starts.capacity() + self.rows.capacity()) * 4
@@ -259,6 +300,87 @@ impl JoinTable {
     }
 }
 
+impl JoinTable {
+    /// The (probe row, build row) pairs of `n` probe rows with key columns `cols`, appended
+    /// to `p` and `b` in probe order then build order.
+    fn candidates(
+        &self,
+        cols: &[Column],
+        n: usize,
+        mut p: Vec<u32>,
+        mut b: Vec<u32>,
+    ) -> ExecResult<Candidates> {
+        let t = self;
+        let null_key = match (&t.keys, cols) {
+            // One loop per kind of integer index (each inlines its lookup).
+            (KeyIndex::Dense { min, slots, .. }, [one]) if is_int_column(one) => {
+                let find = |v: i64| {
+                    // Values below `min` wrap to offsets past the end.
+                    let id = *slots.get(v.wrapping_sub(*min) as u64 as usize)?;
+                    (id != u32::MAX).then_some(id)
+                };
+                t.probe_ints(one, find, &mut p, &mut b)
+            }
+            (KeyIndex::Int { map, present }, [one]) if is_int_column(one) => match present {
+                Some(bits) => {
+                    let find = |v| bits.has(v).then(|| map.get(&v).copied()).flatten();
+                    t.probe_ints(one, find, &mut p, &mut b)
+                }
+                None => t.probe_ints(one, |v| map.get(&v).copied(), &mut p, &mut b),
+            },
+            (KeyIndex::Encoded(keys), _) => {
+                let encoded = RowKeys::encode(cols, n);
+                for i in 0..n {
+                    if encoded.has_null[i] {
+                        continue;
+                    }
+                    let k = encoded.key(i);
+                    if let Some(id) = keys.find(k, hash_key(k)) {
+                        t.emit(i, id, &mut p, &mut b);
+                    }
+                }
+                encoded.has_null
+            }
+            _ => {
+                return Err(crate::error::ExecError::Internal(
+                    "join probe keys do not match the build keys".into(),
+                ))
+            }
+        };
+        Ok(Candidates {
+            probe: p,
+            build: b,
+            null_key,
+        })
+    }
+}
+
+impl JoinTable {
+    /// The pairs of the probe rows of integer column `col`, whose key ids `find` looks up
+    /// (with unique keys, the build rows), appended to `p` and `b`. Returns which probe rows
+    /// have a NULL key.
+    #[inline]
+    fn probe_ints(
+        &self,
+        col: &Column,
+        find: impl Fn(i64) -> Option<u32>,
+        p: &mut Vec<u32>,
+        b: &mut Vec<u32>,
+    ) -> Vec<bool> {
+        let mut null_key = vec![false; col.len()];
+        for_each_int(col, |i, v| match v.map(&find) {
+            Some(Some(row)) if self.unique => {
+                p.push(i as u32);
+                b.push(row);
+            }
+            Some(Some(id)) => self.emit(i, id, p, b),
+            Some(None) => {}
+            None => null_key[i] = true,
+        });
+        null_key
+    }
+}
+
 /// A dense index over integer keys `min..min + span`: slot `v - min` holds value `v`'s id
 /// (ids in value order), `u32::MAX` where no row has it; each row's id goes to `key_of_row`.
 /// Returns the slots and the number of distinct keys. The slots are split into one range per
@@ -271,8 +393,9 @@ fn dense_slots(
     key_of_row: &mut [u32],
     threads: usize,
 ) -> (Vec<u32>, usize) {
-    const UNSEEN: u32 = u32::MAX;
-    let mut slots = vec![UNSEEN; span];
+    // Zeroed (0: no row has the value) memory comes untouched from the system, so the
+    // workers touch its pages each in its own range.
+    let mut slots = vec![0u32; span];
     let mut ranges = Vec::new();
     let mut rest = slots.as_mut_slice();
     for (lo, hi) in even_ranges(span, threads) {
@@ -287,8 +410,8 @@ fn dense_slots(
             // Values below the range wrap to offsets past its end.
             if let Some(slot) = v.and_then(|v| range.get_mut(((v - min) as usize).wrapping_sub(lo)))
             {
-                distinct += u32::from(*slot == UNSEEN);
-                *slot = 0;
+                distinct += u32::from(*slot == 0);
+                *slot = 1;
             }
         });
         (range, distinct)
@@ -304,8 +427,14 @@ fn dense_slots(
         })
         .collect();
     parallel_map(threads, numbered, |_, (base, range)| {
-        for (id, slot) in (base..).zip(range.iter_mut().filter(|s| **s != UNSEEN)) {
-            *slot = id;
+        let mut id = base;
+        for slot in range.iter_mut() {
+            if *slot == 0 {
+                *slot = u32::MAX;
+            } else {
+                *slot = id;
+                id += 1;
+            }
         }
     });
     // Every row's id, a chunk of rows per task.
@@ -400,6 +529,14 @@ impl MatchedRows {
     fn get(&self, r: usize) -> bool {
         self.0[r / 64].load(Ordering::Relaxed) & (1 << (r % 64)) != 0
     }
+
+    /// Rows `0..n` whose mark is `marked`, in order.
+    fn rows(&self, n: usize, marked: bool) -> Vec<u32> {
+        (0..n)
+            .filter(|&r| self.get(r) == marked)
+            .map(|r| r as u32)
+            .collect()
+    }
 }
 
 impl JoinTable {
@@ -411,16 +548,103 @@ impl JoinTable {
         probe: &SchemaRef,
         schema: &SchemaRef,
     ) -> ExecResult<Batch> {
-        let rows: Vec<u32> = (0..self.num_rows())
-            .filter(|&r| !matched.get(r))
-            .map(|r| r as u32)
-            .collect();
+        let rows = matched.rows(self.num_rows(), false);
         let mut columns: Vec<Column> = probe
             .fields
             .iter()
             .map(|f| Column::new_null(f.data_type, rows.len()))
             .collect();
         columns.extend(self.build.columns().iter().map(|c| c.take(&rows)));
+        Ok(Batch::try_new(schema.clone(), columns, rows.len())?)
+    }
+}
+
+/// The sink of a semi or anti join built on its left input (the smaller one): the left rows
+/// are indexed by the left keys, and every right row marks the left rows it matches (a pair
+/// that passes the residual filter). Marking is idempotent, so the marks, and the rows a
+/// semi join keeps (the marked ones) or an anti join keeps (the others), are the same
+/// whichever worker saw which morsel. NULL keys match nothing.
+pub struct MarkSink {
+    /// The left rows, indexed by the left keys.
+    pub table: Arc<JoinTable>,
+    /// The right input's keys.
+    pub keys: Vec<PhysExpr>,
+    /// Residual condition over the pair (left columns, then right columns).
+    pub filter: Option<PhysExpr>,
+    pub pair_schema: SchemaRef,
+    pub matched: Arc<MatchedRows>,
+    /// How the join runs, for EXPLAIN.
+    pub details: Vec<String>,
+}
+
+impl MarkSink {
+    fn mark(&self, batch: &Batch) -> ExecResult<()> {
+        let n = batch.num_rows();
+        let cols = self
+            .keys
+            .iter()
+            .map(|e| e.evaluate(batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let found = self.table.candidates(&cols, n, Vec::new(), Vec::new())?;
+        let (right, left) = (found.probe, found.build);
+        if right.is_empty() {
+            return Ok(());
+        }
+        let Some(f) = &self.filter else {
+            left.iter().for_each(|&r| self.matched.set(r));
+            return Ok(());
+        };
+        let mut columns: Vec<Column> = self
+            .table
+            .build
+            .columns()
+            .iter()
+            .map(|c| c.take(&left))
+            .collect();
+        columns.extend(batch.columns().iter().map(|c| c.take(&right)));
+        let pairs = Batch::try_new(self.pair_schema.clone(), columns, left.len())?;
+        let keep = boolean::as_boolean(&f.evaluate(&pairs)?)?.true_mask();
+        keep.set_indices().for_each(|i| self.matched.set(left[i]));
+        Ok(())
+    }
+}
+
+impl Sink for MarkSink {
+    type Partial = ();
+    type Output = ();
+
+    fn name(&self) -> &'static str {
+        "HashJoin mark"
+    }
+
+    fn details(&self) -> Vec<String> {
+        self.details.clone()
+    }
+
+    fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<()> {
+        batches.iter().try_for_each(|b| self.mark(b))
+    }
+
+    fn output_bytes(&self, _output: &()) -> usize {
+        self.table.heap_bytes()
+    }
+
+    fn finish(&self, _partials: Vec<()>) -> ExecResult<()> {
+        Ok(())
+    }
+}
+
+impl JoinTable {
+    /// The build rows whose mark is `marked`, in build order (a semi join built on its left
+    /// input keeps the marked rows, an anti join the others).
+    pub fn marked_rows(
+        &self,
+        matched: &MatchedRows,
+        marked: bool,
+        schema: &SchemaRef,
+    ) -> ExecResult<Batch> {
+        let rows = matched.rows(self.num_rows(), marked);
+        let columns = self.build.columns().iter().map(|c| c.take(&rows)).collect();
         Ok(Batch::try_new(schema.clone(), columns, rows.len())?)
     }
 }
@@ -477,51 +701,7 @@ impl HashProbeOp {
             .iter()
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
-        let t = &self.table;
-        let null_key = match (&t.keys, cols.as_slice()) {
-            (KeyIndex::Int(_) | KeyIndex::Dense { .. }, [one]) if is_int_column(one) => {
-                let mut null_key = vec![false; n];
-                for_each_int(one, |i, v| match v {
-                    // Unique keys: the index gives the row.
-                    Some(v) if t.unique => {
-                        if let Some(row) = t.keys.find_int(v) {
-                            p.push(i as u32);
-                            b.push(row);
-                        }
-                    }
-                    Some(v) => {
-                        if let Some(id) = t.keys.find_int(v) {
-                            t.emit(i, id, &mut p, &mut b);
-                        }
-                    }
-                    None => null_key[i] = true,
-                });
-                null_key
-            }
-            (KeyIndex::Encoded(keys), _) => {
-                let encoded = RowKeys::encode(&cols, n);
-                for i in 0..n {
-                    if encoded.has_null[i] {
-                        continue;
-                    }
-                    let k = encoded.key(i);
-                    if let Some(id) = keys.find(k, hash_key(k)) {
-                        t.emit(i, id, &mut p, &mut b);
-                    }
-                }
-                encoded.has_null
-            }
-            _ => {
-                return Err(crate::error::ExecError::Internal(
-                    "join probe keys do not match the build keys".into(),
-                ))
-            }
-        };
-        Ok(Candidates {
-            probe: p,
-            build: b,
-            null_key,
-        })
+        self.table.candidates(&cols, n, p, b)
     }
 
     fn assemble(
@@ -769,9 +949,17 @@ mod tests {
     #[test]
     fn integer_keys_match_a_nested_loop_whether_indexed_by_value_or_hashed() {
         let mut r = Rng(11);
-        // (spread between distinct values, offset): small spreads index by value, large
-        // ones hash; negative offsets and probe values outside the range are included.
-        for (spread, offset) in [(1i64, 0i64), (3, -500), (1 << 40, 7), (1, i64::MIN / 2)] {
+        // (spread between distinct values, offset): small spreads index by value, larger
+        // ones hash with a bit per value in the range, the largest hash alone; negative
+        // offsets and probe values outside the range are included.
+        let spreads = [
+            (1i64, 0i64),
+            (3, -500),
+            (1000, -7),
+            (1 << 40, 7),
+            (1, i64::MIN / 2),
+        ];
+        for (spread, offset) in spreads {
             for unique in [true, false] {
                 let n = 300;
                 let mut build: Vec<Option<i64>> = (0..n)
@@ -790,10 +978,10 @@ mod tests {
                     })
                     .collect();
                 let (kind, got) = pairs(&build, &probe);
-                let want_kind = if spread < 1 << 20 {
-                    "indexed by value"
-                } else {
-                    "hashed"
+                let want_kind = match spread {
+                    ..1000 => "indexed by value",
+                    1000 => "hashed by integer value, a bit per value",
+                    _ => "hashed by integer value",
                 };
                 assert!(kind.starts_with(want_kind), "{kind} for spread {spread}");
                 assert_eq!(

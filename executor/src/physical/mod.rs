@@ -6,9 +6,11 @@
 //! of the next pipeline. The plan is thus executed bottom-up, one pipeline at a time, each
 //! pipeline spread over all workers morsel by morsel.
 
+mod join;
+
 use std::sync::Arc;
 
-use morsel_planner::{Expr, JoinKind, LogicalPlan, PlanSchema, TableSource};
+use morsel_planner::{Expr, LogicalPlan, PlanSchema, TableSource};
 use morsel_storage::{Batch, Column, DataType, SchemaRef};
 
 use crate::context::{ExecContext, StageLabel};
@@ -17,7 +19,6 @@ use crate::expr::{compile, fuse, PhysExpr};
 use crate::operator::aggregate::{AggSpec, AggregateSink};
 use crate::operator::collect::CollectSink;
 use crate::operator::filter::FilterOp;
-use crate::operator::hash_join::{HashProbeOp, JoinTable, MatchedRows};
 use crate::operator::limit::LimitSink;
 use crate::operator::project::ProjectOp;
 use crate::operator::sort::{SortKey, SortSink};
@@ -455,110 +456,18 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             on,
             filter,
             schema,
-        } => {
-            let build_keys: Vec<PhysExpr> = on
-                .iter()
-                .map(|(_, r)| phys(ctx, r, right.schema()))
-                .collect::<ExecResult<_>>()?;
-            let probe_keys: Vec<PhysExpr> = on
-                .iter()
-                .map(|(l, _)| phys(ctx, l, left.schema()))
-                .collect::<ExecResult<_>>()?;
-            let build_side = build(right, ctx)?.run(ctx, &CollectSink, Some(right))?;
-            let build_batch = Batch::concat(
-                storage_schema(right.schema()),
-                &relabel(build_side, &storage_schema(right.schema()))?,
-            )?;
-            let started = std::time::Instant::now();
-            // A semi, anti or mark join without a filter asks only whether a key has a row.
-            let keys_only = filter.is_none() && !kind.outputs_right();
-            let table = Arc::new(JoinTable::new(
-                build_batch,
-                &build_keys,
-                keys_only,
-                ctx.threads,
-            )?);
-            // The index is built between pipelines: report it as its own step.
-            let ns = started.elapsed().as_nanos() as u64;
-            ctx.metrics
-                .pipelines
-                .lock()
-                .expect("metrics")
-                .push(crate::context::PipelineStats {
-                    source: "hash join build".into(),
-                    morsels: 0,
-                    morsels_per_worker: Vec::new(),
-                    stages: vec![crate::context::StageStats {
-                        name: "HashJoin build index".into(),
-                        estimated_rows: Some(estimate_rows(right)),
-                        rows: table.num_rows() as u64,
-                        batches: 1,
-                        busy_ns_per_worker: vec![ns],
-                        bytes: 0,
-                        memory_bytes: table.heap_bytes() as u64,
-                        details: if ctx.explain_only {
-                            vec!["after the build input ends; integer keys and the rows per key on the workers".into()]
-                        } else {
-                            vec![format!(
-                                "{} distinct keys over {} rows, {}",
-                                table.distinct_keys(),
-                                table.num_rows(),
-                                table.index_kind()
-                            )]
-                        },
-                    }],
-                    finish_ns: 0,
-                    wall_ns: ns,
-                    scan: None,
-                });
-            let pair_schema = left.schema().join(right.schema(), false);
-            let tracks_build = matches!(kind, JoinKind::Right | JoinKind::Full);
-            let matched = tracks_build.then(|| Arc::new(MatchedRows::new(table.num_rows())));
-            let mut pipe = build(left, ctx)?;
-            let out_schema = storage_schema(schema);
-            let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
-            let filter = filter
-                .as_ref()
-                .map(|f| phys(ctx, f, &pair_schema))
-                .transpose()?;
-            let mut details = vec![format!(
-                "builds on the right input (~{:.0} rows), probes with the left; output in \
-                 probe order, matches in build order",
-                estimate_rows(right)
-            )];
-            details.extend(fused_details(probe_keys.iter().chain(&filter)));
-            pipe.push(
-                Box::new(HashProbeOp {
-                    table: table.clone(),
-                    probe_keys,
-                    kind: *kind,
-                    filter,
-                    pair_schema: storage_schema(&pair_schema),
-                    schema: out_schema.clone(),
-                    matched: matched.clone(),
-                }),
-                label(
-                    format!("HashJoin {} probe on=[{}]", kind.name(), keys.join(", ")),
-                    Some(plan),
-                )
-                .with_details(details),
-            );
-            pipe.schema = schema.clone();
-            match matched {
-                // Right and full joins end once every probe row has been seen: the build rows
-                // nothing matched follow the probe output, in build order.
-                Some(matched) => {
-                    let mut out = relabel(pipe.run(ctx, &CollectSink, Some(plan))?, &out_schema)?;
-                    out.push(table.unmatched(
-                        &matched,
-                        &storage_schema(left.schema()),
-                        &out_schema,
-                    )?);
-                    materialized("join", out, schema, plan)
-                }
-                None => pipe,
-            }
-        }
+        } => join::hash_join(
+            ctx,
+            plan,
+            join::JoinParts {
+                left,
+                right,
+                kind: *kind,
+                on,
+                filter: filter.as_ref(),
+                schema,
+            },
+        )?,
     })
 }
 

@@ -1,0 +1,193 @@
+//! Hash joins into pipelines: which input is indexed, the index step between pipelines, and
+//! the pipeline that probes it.
+//!
+//! A join normally indexes its right input and streams the left through a probe, so the
+//! output follows the left input's order. A semi or anti join (`EXISTS`, `NOT EXISTS`, `IN`
+//! without NULL semantics) whose left input is expected to be the smaller instead indexes
+//! the left rows and streams the right input past them, marking each left row some right
+//! row matches; the left rows are then read back in their order, the marked ones for a semi
+//! join and the others for an anti join. The output is the same rows in the same order
+//! either way; the large input is never collected or indexed.
+
+use std::sync::Arc;
+
+use morsel_planner::{Expr, JoinKind, LogicalPlan, PlanSchema};
+use morsel_storage::Batch;
+
+use super::{build, fused_details, label, materialized, phys, relabel, storage_schema, Pipe};
+use crate::context::{ExecContext, PipelineStats, StageStats};
+use crate::error::ExecResult;
+use crate::expr::PhysExpr;
+use crate::operator::collect::CollectSink;
+use crate::operator::hash_join::{HashProbeOp, JoinTable, MarkSink, MatchedRows};
+use morsel_planner::optimizer::cardinality::estimate_rows;
+
+/// The parts of a `LogicalPlan::Join`.
+pub(super) struct JoinParts<'a> {
+    pub left: &'a LogicalPlan,
+    pub right: &'a LogicalPlan,
+    pub kind: JoinKind,
+    pub on: &'a [(Expr, Expr)],
+    pub filter: Option<&'a Expr>,
+    pub schema: &'a PlanSchema,
+}
+
+impl JoinParts<'_> {
+    /// Whether to index the left input: a semi or anti join (not `NOT IN`, whose NULLs
+    /// depend on the whole right input) on keys, whose left input is expected to have fewer
+    /// rows than its right.
+    fn builds_left(&self) -> bool {
+        let marks = matches!(
+            self.kind,
+            JoinKind::Semi | JoinKind::Anti { null_aware: false }
+        );
+        marks && !self.on.is_empty() && estimate_rows(self.left) < estimate_rows(self.right)
+    }
+
+    /// The key expressions of one side, compiled against that side's schema.
+    fn keys(&self, ctx: &ExecContext, left: bool) -> ExecResult<Vec<PhysExpr>> {
+        self.on
+            .iter()
+            .map(|(l, r)| match left {
+                true => phys(ctx, l, self.left.schema()),
+                false => phys(ctx, r, self.right.schema()),
+            })
+            .collect()
+    }
+}
+
+/// The pipeline of a hash join's output. `plan` is the join node.
+pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> ExecResult<Pipe> {
+    if j.builds_left() {
+        return left_built(ctx, plan, j);
+    }
+    // A semi, anti or mark join without a filter asks only whether a key has a row.
+    let keys_only = j.filter.is_none() && !j.kind.outputs_right();
+    let table = Arc::new(index(ctx, j.right, &j.keys(ctx, false)?, keys_only)?);
+    let pair_schema = j.left.schema().join(j.right.schema(), false);
+    let tracks_build = matches!(j.kind, JoinKind::Right | JoinKind::Full);
+    let matched = tracks_build.then(|| Arc::new(MatchedRows::new(table.num_rows())));
+    let mut pipe = build(j.left, ctx)?;
+    let out_schema = storage_schema(j.schema);
+    let probe_keys = j.keys(ctx, true)?;
+    let filter = j.filter.map(|f| phys(ctx, f, &pair_schema)).transpose()?;
+    let mut details = vec![format!(
+        "builds on the right input (~{:.0} rows), probes with the left; output in \
+         probe order, matches in build order",
+        estimate_rows(j.right)
+    )];
+    details.extend(fused_details(probe_keys.iter().chain(&filter)));
+    pipe.push(
+        Box::new(HashProbeOp {
+            table: table.clone(),
+            probe_keys,
+            kind: j.kind,
+            filter,
+            pair_schema: storage_schema(&pair_schema),
+            schema: out_schema.clone(),
+            matched: matched.clone(),
+        }),
+        label(
+            format!("HashJoin {} probe on=[{}]", j.kind.name(), on_text(j.on)),
+            Some(plan),
+        )
+        .with_details(details),
+    );
+    pipe.schema = j.schema.clone();
+    Ok(match matched {
+        // Right and full joins end once every probe row has been seen: the build rows
+        // nothing matched follow the probe output, in build order.
+        Some(matched) => {
+            let mut out = relabel(pipe.run(ctx, &CollectSink, Some(plan))?, &out_schema)?;
+            out.push(table.unmatched(&matched, &storage_schema(j.left.schema()), &out_schema)?);
+            materialized("join", out, j.schema, plan)
+        }
+        None => pipe,
+    })
+}
+
+/// A semi or anti join that indexes its left rows and marks them from the right input.
+fn left_built(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> ExecResult<Pipe> {
+    // Every left row of a matched key is marked: the rows per key are laid out.
+    let table = Arc::new(index(ctx, j.left, &j.keys(ctx, true)?, false)?);
+    let pair_schema = j.left.schema().join(j.right.schema(), false);
+    let matched = Arc::new(MatchedRows::new(table.num_rows()));
+    let keys = j.keys(ctx, false)?;
+    let filter = j.filter.map(|f| phys(ctx, f, &pair_schema)).transpose()?;
+    let mut details = vec![
+        format!("{} join on=[{}]", j.kind.name(), on_text(j.on)),
+        format!(
+            "builds on the left input (~{:.0} rows) and marks the rows the right input \
+             matches; output in left order",
+            estimate_rows(j.left)
+        ),
+    ];
+    details.extend(fused_details(keys.iter().chain(&filter)));
+    let sink = MarkSink {
+        table: table.clone(),
+        keys,
+        filter,
+        pair_schema: storage_schema(&pair_schema),
+        matched: matched.clone(),
+        details,
+    };
+    build(j.right, ctx)?.run(ctx, &sink, Some(j.right))?;
+    let semi = matches!(j.kind, JoinKind::Semi);
+    let out = table.marked_rows(&matched, semi, &storage_schema(j.schema))?;
+    Ok(materialized("join", vec![out], j.schema, plan))
+}
+
+/// `l = r, ...` for a stage label.
+fn on_text(on: &[(Expr, Expr)]) -> String {
+    let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
+    keys.join(", ")
+}
+
+/// Runs `input` and indexes its rows by `keys` (with `keys_only`, without the rows per key),
+/// reported as its own step between pipelines.
+fn index(
+    ctx: &ExecContext,
+    input: &LogicalPlan,
+    keys: &[PhysExpr],
+    keys_only: bool,
+) -> ExecResult<JoinTable> {
+    let rows = build(input, ctx)?.run(ctx, &CollectSink, Some(input))?;
+    let schema = storage_schema(input.schema());
+    let batch = Batch::concat(schema.clone(), &relabel(rows, &schema)?)?;
+    let started = std::time::Instant::now();
+    let table = JoinTable::new(batch, keys, keys_only, ctx.threads)?;
+    let ns = started.elapsed().as_nanos() as u64;
+    let details = if ctx.explain_only {
+        vec!["after the build input ends; integer keys and the rows per key on the workers".into()]
+    } else {
+        vec![format!(
+            "{} distinct keys over {} rows, {}",
+            table.distinct_keys(),
+            table.num_rows(),
+            table.index_kind()
+        )]
+    };
+    ctx.metrics
+        .pipelines
+        .lock()
+        .expect("metrics")
+        .push(PipelineStats {
+            source: "hash join build".into(),
+            morsels: 0,
+            morsels_per_worker: Vec::new(),
+            stages: vec![StageStats {
+                name: "HashJoin build index".into(),
+                estimated_rows: Some(estimate_rows(input)),
+                rows: table.num_rows() as u64,
+                batches: 1,
+                busy_ns_per_worker: vec![ns],
+                bytes: 0,
+                memory_bytes: table.heap_bytes() as u64,
+                details,
+            }],
+            finish_ns: 0,
+            wall_ns: ns,
+            scan: None,
+        });
+    Ok(table)
+}
