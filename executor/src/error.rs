@@ -44,6 +44,7 @@ impl From<StorageError> for ExecError {
         match e {
             StorageError::Csv(c) => ExecError::Csv(c),
             StorageError::Cast { value, to } => ExecError::Cast { value, to },
+            e @ StorageError::LikeEscapeAtEnd(_) => ExecError::InvalidArgument(e.to_string()),
             other => ExecError::Storage(other),
         }
     }

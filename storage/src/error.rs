@@ -24,6 +24,8 @@ pub enum StorageError {
     ColumnCount { expected: usize, actual: usize },
     #[error("cannot cast {value:?} to {}", .to.sql_name())]
     Cast { value: String, to: DataType },
+    #[error("the LIKE pattern {0:?} ends with its escape character")]
+    LikeEscapeAtEnd(String),
     #[error("cannot concatenate columns of different types ({0} and {1})")]
     ConcatTypes(DataType, DataType),
     #[error(transparent)]

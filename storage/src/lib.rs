@@ -18,6 +18,7 @@ pub mod column;
 pub mod csv;
 pub mod datatype;
 pub mod error;
+pub mod like;
 pub mod parse;
 pub mod scalar;
 pub mod stats;

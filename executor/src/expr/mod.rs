@@ -10,10 +10,10 @@ use morsel_storage::{Batch, Column, DataType, ScalarValue, Schema};
 use self::fused::FusedProgram;
 
 use crate::error::{ExecError, ExecResult};
-use crate::kernels::like::LikeMatcher;
 use crate::kernels::{
     arith, boolean, cast, compare, int64_arg, math, select, string, temporal, text,
 };
+use morsel_storage::like::LikeMatcher;
 
 #[derive(Clone, Debug)]
 pub enum PhysExpr {

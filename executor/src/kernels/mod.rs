@@ -6,7 +6,6 @@ pub mod arith;
 pub mod boolean;
 pub mod cast;
 pub mod compare;
-pub mod like;
 pub mod math;
 pub mod reduce;
 pub mod select;

@@ -21,7 +21,7 @@ use hashbrown::HashMap;
 use morsel_planner::JoinKind;
 use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
 
-use super::keys::{for_each_int, hash_key, is_int_column, KeyInterner, RowKeys};
+use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner, RowKeys};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
@@ -184,6 +184,8 @@ pub struct JoinTable {
     unique: bool,
     /// Only whether a key has a row is kept (`starts` and `rows` are empty).
     keys_only: bool,
+    /// Integer keys of two to four columns, packed into one integer key.
+    packing: Option<IntPacking>,
 }
 
 impl JoinTable {
@@ -202,6 +204,11 @@ impl JoinTable {
             .iter()
             .map(|e| e.evaluate(&build))
             .collect::<ExecResult<Vec<_>>>()?;
+        let packing = IntPacking::of(&cols);
+        let cols = match &packing {
+            Some(p) => vec![p.pack(&cols)],
+            None => cols,
+        };
         let mut key_of_row = vec![u32::MAX; n];
         let (mut keys, has_null_key) = match cols.as_slice() {
             [one] if is_int_column(one) => KeyIndex::int_keys(one, &mut key_of_row, threads),
@@ -227,6 +234,7 @@ impl JoinTable {
                 has_null_key,
                 unique: false,
                 keys_only,
+                packing,
             });
         }
         let (starts, rows) = lay_out_rows(&key_of_row, keys.len(), threads);
@@ -243,6 +251,7 @@ impl JoinTable {
             has_null_key,
             unique,
             keys_only,
+            packing,
         })
     }
 
@@ -269,10 +278,14 @@ impl JoinTable {
 
     /// How the keys are indexed, for EXPLAIN ANALYZE.
     pub fn index_kind(&self) -> String {
-        match self.keys_only {
-            true => format!("{}, keys only (no rows per key)", self.keys.describe()),
-            false => self.keys.describe(),
+        let mut kind = self.keys.describe();
+        if self.packing.is_some() {
+            kind.push_str(" (the integer keys packed into one)");
         }
+        if self.keys_only {
+            kind.push_str(", keys only (no rows per key)");
+        }
+        kind
     }
 
     /// Pairs probe row `i` with every build row of key `id`, in build order (a table of keys
@@ -311,6 +324,14 @@ impl JoinTable {
         mut b: Vec<u32>,
     ) -> ExecResult<Candidates> {
         let t = self;
+        let packed;
+        let cols = match &self.packing {
+            Some(p) if cols.iter().all(is_int_column) => {
+                packed = [p.pack(cols)];
+                &packed[..]
+            }
+            _ => cols,
+        };
         let null_key = match (&t.keys, cols) {
             // One loop per kind of integer index (each inlines its lookup).
             (KeyIndex::Dense { min, slots, .. }, [one]) if is_int_column(one) => {

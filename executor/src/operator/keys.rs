@@ -238,6 +238,66 @@ pub fn for_each_int(c: &Column, mut f: impl FnMut(usize, Option<i64>)) {
     }
 }
 
+/// Two to four integer key columns packed into one integer, so a multi-column key is looked
+/// up like a single integer key: column `i`'s value less `mins[i]`, in mixed radix with the
+/// build side's ranges `spans` as digits. A value outside its column's build range matches
+/// nothing: its row packs to -1, which no build row has.
+pub struct IntPacking {
+    mins: Vec<i64>,
+    spans: Vec<u64>,
+}
+
+impl IntPacking {
+    /// The packing of build key columns `cols`: two to four integer columns whose ranges
+    /// multiply to at most 2^62.
+    pub fn of(cols: &[Column]) -> Option<Self> {
+        if !(2..=4).contains(&cols.len()) || !cols.iter().all(is_int_column) {
+            return None;
+        }
+        let (mut mins, mut spans) = (Vec::new(), Vec::new());
+        let mut product: u128 = 1;
+        for c in cols {
+            let mut range: Option<(i64, i64)> = None;
+            for_each_int(c, |_, v| {
+                if let Some(v) = v {
+                    range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+                }
+            });
+            let (lo, hi) = range.unwrap_or((0, 0));
+            let span = (hi as i128 - lo as i128 + 1) as u128;
+            product = product.checked_mul(span).filter(|&p| p <= 1 << 62)?;
+            mins.push(lo);
+            spans.push(span as u64);
+        }
+        Some(Self { mins, spans })
+    }
+
+    /// Every row's packed key (NULL where some key is NULL).
+    pub fn pack(&self, cols: &[Column]) -> Column {
+        let n = cols.first().map_or(0, Column::len);
+        let mut packed = vec![0i64; n];
+        let mut valid = vec![true; n];
+        for (c, (&min, &span)) in cols.iter().zip(self.mins.iter().zip(&self.spans)) {
+            for_each_int(c, |r, v| match v {
+                None => valid[r] = false,
+                Some(v) => {
+                    // Below `min` wraps past the span.
+                    let offset = v.wrapping_sub(min) as u64;
+                    let p = &mut packed[r];
+                    *p = match *p >= 0 && offset < span {
+                        true => *p * span as i64 + offset as i64,
+                        false => -1,
+                    };
+                }
+            });
+        }
+        let validity = valid
+            .contains(&false)
+            .then(|| morsel_storage::Bitmap::from_bools(valid));
+        Column::Int64(PrimitiveColumn::new(packed.into(), validity))
+    }
+}
+
 /// Encoded keys with their hashes, in the order pushed.
 #[derive(Default)]
 pub struct KeyList {

@@ -146,10 +146,14 @@ pub fn distinct_values(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
 
 /// The fraction of a scan's rows its filters keep: comparisons of a CSV column with a
 /// constant by the inference sample (per column, all such comparisons at once), the rest by
-/// [`selectivity`]; columns are taken as independent.
+/// [`selectivity`]; a memory table's one-column conjuncts by its sample rows (see
+/// `sample_filter`); columns are taken as independent.
 fn scan_selectivity(scan: &Scan) -> f64 {
-    let TableSource::Csv(files) = &scan.source else {
-        return scan.filters.iter().map(selectivity).product();
+    let files = match &scan.source {
+        TableSource::Csv(files) => files,
+        TableSource::Memory(table) => {
+            return super::sample_filter::memory_scan_selectivity(scan, table, selectivity)
+        }
     };
     let reader = &files.readers()[0];
     // (file column, comparison, constant) of every `column op constant` conjunct.

@@ -4,6 +4,7 @@
 
 pub mod cardinality;
 mod rules;
+mod sample_filter;
 
 use std::time::{Duration, Instant};
 

@@ -3,71 +3,18 @@
 
 mod builder;
 mod display;
+mod mem_table;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use morsel_storage::csv::CsvReader;
-use morsel_storage::stats::SampleCounts;
-use morsel_storage::{Batch, SchemaRef};
+use morsel_storage::SchemaRef;
 
 pub use builder::PlanBuilder;
+pub use mem_table::MemTable;
 
 use crate::expr::{Expr, SortExpr};
 use crate::schema::{PlanField, PlanSchema};
-
-/// An in-memory table: batches that share one schema.
-#[derive(Debug)]
-pub struct MemTable {
-    pub schema: SchemaRef,
-    pub batches: Vec<Batch>,
-    /// Estimated distinct values per column, sampled on first use by the planner.
-    distinct: OnceLock<Vec<f64>>,
-}
-
-impl MemTable {
-    pub fn new(schema: SchemaRef, batches: Vec<Batch>) -> Self {
-        Self {
-            schema,
-            batches,
-            distinct: OnceLock::new(),
-        }
-    }
-
-    pub fn num_rows(&self) -> usize {
-        self.batches.iter().map(Batch::num_rows).sum()
-    }
-
-    /// Estimated distinct values of column `col`, from up to 4096 rows spread evenly over
-    /// the table (computed once).
-    pub fn estimated_distinct(&self, col: usize) -> Option<f64> {
-        const SAMPLE: usize = 4096;
-        let all = self.distinct.get_or_init(|| {
-            let rows = self.num_rows();
-            let step = (rows / SAMPLE).max(1);
-            (0..self.schema.len())
-                .map(|c| {
-                    let mut freq: std::collections::HashMap<String, u32> = Default::default();
-                    let mut base: usize = 0;
-                    for b in &self.batches {
-                        let column = b.column(c);
-                        let first = base.div_ceil(step) * step - base;
-                        for i in (first..b.num_rows()).step_by(step) {
-                            if column.is_valid(i) {
-                                *freq
-                                    .entry(format!("{:?}", column.scalar_at(i)))
-                                    .or_default() += 1;
-                            }
-                        }
-                        base += b.num_rows();
-                    }
-                    let counts = SampleCounts::from_frequencies(freq.into_values());
-                    morsel_storage::stats::estimate_distinct(counts, rows as f64)
-                })
-                .collect()
-        });
-        all.get(col).copied()
-    }
-}
 
 /// One or more CSV files read as one table (a glob pattern's matches, in path order), each
 /// with its head (header, schema) read already; all share the first file's schema.

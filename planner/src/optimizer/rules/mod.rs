@@ -18,6 +18,7 @@ pub use push_down_limit::PushDownLimit;
 pub use push_down_projection::PushDownProjection;
 pub use push_down_semi_joins::PushDownSemiJoins;
 pub use reorder_joins::ReorderJoins;
+pub(crate) use simplify_expressions::fold_binary;
 pub use simplify_expressions::SimplifyExpressions;
 
 /// A named in-memory table of BIGINT columns, for the rules' tests.

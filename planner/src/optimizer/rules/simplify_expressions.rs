@@ -188,7 +188,7 @@ fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
 
 /// `l op r` for two non-NULL literals of one type, when it cannot fail; `None` leaves the
 /// expression as it is.
-fn fold_binary(l: &ScalarValue, op: BinaryOp, r: &ScalarValue) -> Option<ScalarValue> {
+pub(crate) fn fold_binary(l: &ScalarValue, op: BinaryOp, r: &ScalarValue) -> Option<ScalarValue> {
     use ScalarValue as V;
     if op.is_comparison() {
         let ord = match (l, r) {

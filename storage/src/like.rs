@@ -5,10 +5,8 @@
 //! backtracks only to the last `%`, so it runs in linear time for patterns with at most one
 //! `%` and never worse than O(pattern x text).
 
+use crate::{Bitmap, BooleanColumn, StorageError, StorageResult, Utf8Column};
 use memchr::memmem::Finder;
-use morsel_storage::{Bitmap, BooleanColumn, Utf8Column};
-
-use crate::error::{ExecError, ExecResult};
 
 #[derive(Clone, Debug, PartialEq)]
 enum Token {
@@ -44,7 +42,7 @@ enum Fast {
 impl LikeMatcher {
     /// Compiles `pattern`; with `escape`, the character after it is literal (an escape at
     /// the end of the pattern is an error, as in DuckDB).
-    pub fn new(pattern: &str, case_insensitive: bool, escape: Option<char>) -> ExecResult<Self> {
+    pub fn new(pattern: &str, case_insensitive: bool, escape: Option<char>) -> StorageResult<Self> {
         let pattern = if case_insensitive {
             pattern.to_lowercase()
         } else {
@@ -56,11 +54,7 @@ impl LikeMatcher {
             tokens.push(match c {
                 c if Some(c) == escape => match chars.next() {
                     Some(next) => Token::Lit(next),
-                    None => {
-                        return Err(ExecError::InvalidArgument(format!(
-                            "the LIKE pattern {pattern:?} ends with its escape character"
-                        )))
-                    }
+                    None => return Err(StorageError::LikeEscapeAtEnd(pattern)),
                 },
                 '%' => Token::Any,
                 '_' => Token::One,
@@ -263,7 +257,7 @@ mod tests {
     fn fast_paths_agree_with_the_general_matcher() {
         let pattern_chars = ['a', 'b', '%', '_', 'é'];
         let text_chars = ['a', 'b', 'é'];
-        let mut rng = morsel_storage::test_rng::Rng(0x1234_5678_9ABC_DEF1);
+        let mut rng = crate::test_rng::Rng(0x1234_5678_9ABC_DEF1);
         let mut next = move |n: usize| rng.below(n as u64) as usize;
         for _ in 0..20_000 {
             let p: String = (0..next(7)).map(|_| pattern_chars[next(5)]).collect();

@@ -1,0 +1,203 @@
+//! A scan filter's selectivity over a memory table, measured on the table's sample rows.
+//!
+//! A conjunct that reads one column, built from comparisons with constants, `LIKE`, `IN`
+//! lists, `BETWEEN`, `IS [NOT] NULL`, casts, `NOT`, `AND` and `OR`, is evaluated on that
+//! column's sampled values (three-valued: a row is kept only where it is true); the conjuncts
+//! on one column are evaluated together, so ranges such as `a >= x AND a < y` count once.
+//! Anything else keeps the guess by shape in `cardinality`.
+
+use std::collections::BTreeMap;
+
+use morsel_storage::like::LikeMatcher;
+use morsel_storage::ScalarValue;
+
+use super::rules::fold_binary;
+use crate::expr::{BinaryOp, Expr};
+use crate::plan::{MemTable, Scan};
+
+/// The fraction of the scan's rows its filters keep, with the conjuncts the sample cannot
+/// judge left to `guess`.
+pub fn memory_scan_selectivity(scan: &Scan, table: &MemTable, guess: impl Fn(&Expr) -> f64) -> f64 {
+    let mut by_column: BTreeMap<usize, Vec<&Expr>> = BTreeMap::new();
+    let mut other = 1.0;
+    for f in &scan.filters {
+        match single_column(f, scan) {
+            Some(col) => by_column.entry(col).or_default().push(f),
+            None => other *= guess(f),
+        }
+    }
+    for (col, conjuncts) in by_column {
+        let fraction = table.sample_fraction(col, &conjuncts, |values| {
+            let mut keep = vec![true; values.len()];
+            for c in &conjuncts {
+                for (k, x) in keep.iter_mut().zip(eval(c, values)?) {
+                    *k &= x == Some(true);
+                }
+            }
+            Some(keep)
+        });
+        other *= match fraction {
+            Some(f) => f,
+            None => conjuncts.iter().map(|c| guess(c)).product(),
+        };
+    }
+    other
+}
+
+/// The table column `e` reads, when it reads exactly one.
+fn single_column(e: &Expr, scan: &Scan) -> Option<usize> {
+    let [c] = e.columns().try_into().ok()?;
+    let i = scan.schema.index_of(&c).ok()?;
+    Some(scan.projection.as_ref().map_or(i, |p| p[i]))
+}
+
+/// Three-valued truth: `Some(b)`, or `None` for unknown (NULL).
+type Truth = Option<bool>;
+
+/// `e` on rows whose one column holds `values`; `None` where the shape is not handled.
+fn eval(e: &Expr, values: &[ScalarValue]) -> Option<Vec<Truth>> {
+    let both = |l: &Expr, r: &Expr, f: fn(Truth, Truth) -> Truth| {
+        let (a, b) = (eval(l, values)?, eval(r, values)?);
+        Some(a.into_iter().zip(b).map(|(x, y)| f(x, y)).collect())
+    };
+    match e {
+        Expr::Binary {
+            left,
+            op: BinaryOp::And,
+            right,
+        } => both(left, right, and),
+        Expr::Binary {
+            left,
+            op: BinaryOp::Or,
+            right,
+        } => both(left, right, |x, y| match (x, y) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        }),
+        Expr::Binary { left, op, right } if op.is_comparison() => {
+            let (a, b) = (value(left, values)?, value(right, values)?);
+            a.iter().zip(&b).map(|(x, y)| compare(x, *op, y)).collect()
+        }
+        Expr::Not(x) => Some(
+            eval(x, values)?
+                .into_iter()
+                .map(|t| t.map(|b| !b))
+                .collect(),
+        ),
+        Expr::IsNull(x) => Some(
+            value(x, values)?
+                .iter()
+                .map(|v| Some(v.is_null()))
+                .collect(),
+        ),
+        Expr::IsNotNull(x) => Some(
+            value(x, values)?
+                .iter()
+                .map(|v| Some(!v.is_null()))
+                .collect(),
+        ),
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated,
+        } => {
+            let (x, lo, hi) = (
+                value(expr, values)?,
+                value(low, values)?,
+                value(high, values)?,
+            );
+            (0..x.len())
+                .map(|i| {
+                    let ge = compare(&x[i], BinaryOp::GtEq, &lo[i])?;
+                    let le = compare(&x[i], BinaryOp::LtEq, &hi[i])?;
+                    Some(and(ge, le).map(|b| b != *negated))
+                })
+                .collect()
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let x = value(expr, values)?;
+            let items = list
+                .iter()
+                .map(|item| value(item, values))
+                .collect::<Option<Vec<_>>>()?;
+            (0..x.len())
+                .map(|i| {
+                    let (mut found, mut unknown) = (false, x[i].is_null());
+                    for item in &items {
+                        match compare(&x[i], BinaryOp::Eq, &item[i])? {
+                            Some(true) => found = true,
+                            Some(false) => {}
+                            None => unknown = true,
+                        }
+                    }
+                    Some(match (found, unknown) {
+                        (true, _) => Some(!negated),
+                        (false, true) => None,
+                        (false, false) => Some(*negated),
+                    })
+                })
+                .collect()
+        }
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+            escape,
+        } => {
+            let Expr::Literal(ScalarValue::Utf8(p)) = pattern.as_ref() else {
+                return None;
+            };
+            let m = LikeMatcher::new(p, *case_insensitive, *escape).ok()?;
+            value(expr, values)?
+                .iter()
+                .map(|v| match v {
+                    ScalarValue::Utf8(text) => Some(Some(m.matches(text) != *negated)),
+                    ScalarValue::Null => Some(None),
+                    _ => None,
+                })
+                .collect()
+        }
+        Expr::Alias { expr, .. } => eval(expr, values),
+        _ => None,
+    }
+}
+
+fn and(x: Truth, y: Truth) -> Truth {
+    match (x, y) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+/// `a op b` three-valued; `None` where the two do not compare.
+fn compare(a: &ScalarValue, op: BinaryOp, b: &ScalarValue) -> Option<Truth> {
+    if a.is_null() || b.is_null() {
+        return Some(None);
+    }
+    match fold_binary(a, op, b)? {
+        ScalarValue::Boolean(x) => Some(Some(x)),
+        _ => None,
+    }
+}
+
+/// The values of `e` (the column, a constant, or a cast of one) on the rows.
+fn value(e: &Expr, values: &[ScalarValue]) -> Option<Vec<ScalarValue>> {
+    match e {
+        Expr::Column(_) => Some(values.to_vec()),
+        Expr::Literal(x) => Some(vec![x.clone(); values.len()]),
+        Expr::Cast { expr, to } => value(expr, values)?
+            .iter()
+            .map(|v| v.cast_to(*to).ok())
+            .collect(),
+        Expr::Alias { expr, .. } => value(expr, values),
+        _ => None,
+    }
+}
