@@ -967,6 +967,76 @@ mod tests {
         out
     }
 
+    /// Two integer key columns (the first Int64, the second Int32).
+    fn pairs_batch(keys: &[(Option<i64>, Option<i64>)]) -> Batch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Int32, true),
+        ]));
+        let a = Column::Int64(PrimitiveColumn::from_options(keys.iter().map(|k| k.0)));
+        let b = Column::Int32(PrimitiveColumn::from_options(
+            keys.iter().map(|k| k.1.map(|v| v as i32)),
+        ));
+        Batch::try_new(schema, vec![a, b], keys.len()).expect("batch")
+    }
+
+    /// Two integer keys packed into one find what a nested loop over both finds: NULL in
+    /// either key matches nothing, probe values outside a build column's range (below and
+    /// above, in either column) match nothing, negative and huge values included; ranges
+    /// too wide to pack fall back to encoded keys with the same answer.
+    #[test]
+    fn packed_integer_keys_match_a_nested_loop() {
+        let mut r = Rng(29);
+        for (spread, offset) in [(1i64, 0i64), (7, -300), (1 << 20, 5), (1 << 56, -9)] {
+            let key = |r: &mut Rng, n: u64| {
+                (r.below(12) != 0).then(|| offset + (r.below(n) as i64 - 3) * spread)
+            };
+            let small = |r: &mut Rng, n: u64| (r.below(12) != 0).then(|| r.below(n) as i64 - 2);
+            let build: Vec<_> = (0..400)
+                .map(|_| (key(&mut r, 60), small(&mut r, 9)))
+                .collect();
+            let probe: Vec<_> = (0..700)
+                .map(|_| (key(&mut r, 70), small(&mut r, 12)))
+                .collect();
+            let keys = [PhysExpr::Column(0), PhysExpr::Column(1)];
+            let table = JoinTable::new(pairs_batch(&build), &keys, false, 2).expect("table");
+            let packed = table.index_kind().contains("packed");
+            assert_eq!(
+                packed,
+                spread < 1 << 56,
+                "spread {spread}: {}",
+                table.index_kind()
+            );
+            let found = table
+                .candidates(
+                    &[
+                        keys[0].evaluate(&pairs_batch(&probe)).unwrap(),
+                        keys[1].evaluate(&pairs_batch(&probe)).unwrap(),
+                    ],
+                    probe.len(),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .expect("probe");
+            let got: Vec<(u32, u32)> = found.probe.into_iter().zip(found.build).collect();
+            let mut want = Vec::new();
+            for (i, p) in probe.iter().enumerate() {
+                for (j, b) in build.iter().enumerate() {
+                    if p.0.is_some() && p.1.is_some() && p == b {
+                        want.push((i as u32, j as u32));
+                    }
+                }
+            }
+            assert!(!want.is_empty());
+            assert_eq!(got, want, "spread {spread}");
+            let nulls: Vec<bool> = probe
+                .iter()
+                .map(|p| p.0.is_none() || p.1.is_none())
+                .collect();
+            assert_eq!(found.null_key, nulls);
+        }
+    }
+
     #[test]
     fn integer_keys_match_a_nested_loop_whether_indexed_by_value_or_hashed() {
         let mut r = Rng(11);

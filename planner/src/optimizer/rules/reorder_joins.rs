@@ -415,3 +415,79 @@ fn join_step(
         placed,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, Schema};
+
+    use super::order_probes;
+    use crate::expr::col;
+    use crate::plan::{JoinKind, LogicalPlan, MemTable, PlanBuilder, TableSource};
+
+    /// A memory table of `rows` rows whose integer columns all hold the row number.
+    fn table(name: &str, cols: &[&str], rows: i64) -> PlanBuilder {
+        let schema = Arc::new(Schema::new(
+            cols.iter()
+                .map(|c| Field::new(*c, DataType::Int64, false))
+                .collect(),
+        ));
+        let columns = cols
+            .iter()
+            .map(|_| Column::Int64(PrimitiveColumn::from_vec((0..rows).collect())))
+            .collect();
+        let batch = Batch::try_new(schema.clone(), columns, rows as usize).expect("batch");
+        let source = TableSource::Memory(Arc::new(MemTable::new(schema, vec![batch])));
+        PlanBuilder::scan(name, name, source)
+    }
+
+    /// The build inputs' tables along the left spine, bottom first.
+    fn spine(plan: &LogicalPlan) -> Vec<String> {
+        match plan {
+            LogicalPlan::Join { left, right, .. } => {
+                let mut s = spine(left);
+                s.push(match right.as_ref() {
+                    LogicalPlan::Scan(scan) => scan.table.clone(),
+                    other => format!("{other}"),
+                });
+                s
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn inner(left: PlanBuilder, right: PlanBuilder, l: &str, r: &str) -> PlanBuilder {
+        left.join(right, JoinKind::Inner, vec![(col(l), col(r))], None)
+            .expect("join")
+    }
+
+    /// Joins that each read only the probe input and their own build run most selective
+    /// first, with the same columns (order aside); a join on an earlier build's column keeps
+    /// its place.
+    #[test]
+    fn probes_of_one_input_run_most_selective_first() {
+        let x = || table("x", &["x_a", "x_b"], 1000);
+        let wide = || table("wide", &["w_k"], 1000);
+        let narrow = || table("narrow", &["n_k"], 10);
+        let plan = inner(inner(x(), wide(), "x_a", "w_k"), narrow(), "x_b", "n_k").build();
+        let ordered = order_probes(plan.clone());
+        assert_eq!(spine(&ordered), ["narrow", "wide"]);
+        let mut names: Vec<String> = ordered
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name.clone())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["n_k", "w_k", "x_a", "x_b"]);
+        // Already in order: unchanged.
+        assert_eq!(
+            order_probes(ordered.clone()).to_string(),
+            ordered.to_string()
+        );
+        // The narrow join reads the wide build's column: it must stay after it.
+        let dependent = inner(inner(x(), wide(), "x_a", "w_k"), narrow(), "w_k", "n_k").build();
+        assert_eq!(spine(&order_probes(dependent)), ["wide", "narrow"]);
+    }
+}
