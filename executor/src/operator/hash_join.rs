@@ -16,19 +16,15 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use foldhash::fast::FixedState;
-use hashbrown::HashMap;
 use morsel_planner::JoinKind;
 use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
 
+use super::int_map::IntMap;
 use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner, RowKeys};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
 use crate::scheduler::{parallel_map, Operator, Sink};
-
-/// Seed of the integer-key hash (fixed: the table is the same in every run).
-const INT_SEED: u64 = 0x6a6f_696e_2d6b_6579;
 
 /// Distinct build keys, numbered in first-seen order (a dense index: in value order).
 enum KeyIndex {
@@ -38,7 +34,7 @@ enum KeyIndex {
     /// values span at most [`PRESENT_BITS`], a bit per value says whether a build row has
     /// it, so most probe values without a match skip the hash lookup.
     Int {
-        map: HashMap<i64, u32, FixedState>,
+        map: IntMap,
         present: Option<ValueBits>,
     },
     /// One integer key whose values span a small range (at most [`DENSE_SLOTS_PER_ROW`] slots
@@ -120,12 +116,11 @@ impl KeyIndex {
         }
         // Room for every row's key up front (up to 4M): growing by rehashing cost more than
         // the build's other steps together (Q21's 729K unique order keys).
-        let mut map: HashMap<i64, u32, FixedState> =
-            HashMap::with_capacity_and_hasher(rows.min(1 << 22), FixedState::with_seed(INT_SEED));
+        let mut map = IntMap::with_capacity(rows.min(1 << 22));
         for_each_int(col, |r, v| {
             if let Some(v) = v {
                 let next = map.len() as u32;
-                key_of_row[r] = *map.entry(v).or_insert(next);
+                key_of_row[r] = map.get_or_insert(v, || next);
             }
         });
         let present = (span <= PRESENT_BITS).then(|| {
@@ -139,7 +134,7 @@ impl KeyIndex {
     /// index by ranges on up to `threads` workers).
     fn ids_to_rows(&mut self, rows: &[u32], threads: usize) {
         match self {
-            KeyIndex::Int { map, .. } => map.values_mut().for_each(|v| *v = rows[*v as usize]),
+            KeyIndex::Int { map, .. } => map.ids_mut().for_each(|v| *v = rows[*v as usize]),
             KeyIndex::Dense { slots, .. } => {
                 let per_task = slots.len().div_ceil(threads.max(1)).max(1);
                 parallel_map(threads, slots.chunks_mut(per_task).collect(), |_, chunk| {
@@ -260,7 +255,7 @@ impl JoinTable {
         let index = match &self.keys {
             KeyIndex::Encoded(k) => k.heap_bytes(),
             KeyIndex::Int { map, present } => {
-                map.capacity() * (8 + 4 + 1) + present.as_ref().map_or(0, |p| p.bits.len() * 8)
+                map.heap_bytes() + present.as_ref().map_or(0, |p| p.bits.len() * 8)
             }
             KeyIndex::Dense { slots, .. } => slots.capacity() * 4,
         };
@@ -344,10 +339,10 @@ impl JoinTable {
             }
             (KeyIndex::Int { map, present }, [one]) if is_int_column(one) => match present {
                 Some(bits) => {
-                    let find = |v| bits.has(v).then(|| map.get(&v).copied()).flatten();
+                    let find = |v| bits.has(v).then(|| map.get(v)).flatten();
                     t.probe_ints(one, find, &mut p, &mut b)
                 }
-                None => t.probe_ints(one, |v| map.get(&v).copied(), &mut p, &mut b),
+                None => t.probe_ints(one, |v| map.get(v), &mut p, &mut b),
             },
             (KeyIndex::Encoded(keys), _) => {
                 let encoded = RowKeys::encode(cols, n);

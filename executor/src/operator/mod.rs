@@ -9,6 +9,7 @@ pub mod filter;
 mod group_ids;
 mod group_partitions;
 pub mod hash_join;
+mod int_map;
 pub mod keys;
 pub mod limit;
 mod par_sort;
