@@ -339,6 +339,12 @@ impl JoinTable {
             }
             (KeyIndex::Int { map, present }, [one]) if is_int_column(one) => match present {
                 Some(bits) => {
+                    // The keys that may match are hinted first (their misses overlap).
+                    for_each_int(one, |_, v| {
+                        if let Some(v) = v.filter(|&v| bits.has(v)) {
+                            map.prefetch(v);
+                        }
+                    });
                     let find = |v| bits.has(v).then(|| map.get(v)).flatten();
                     t.probe_ints(one, find, &mut p, &mut b)
                 }
