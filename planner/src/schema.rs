@@ -153,34 +153,46 @@ impl PlanSchema {
 
     /// Position of the field `c` names. Exact-case matches win over case-insensitive ones.
     pub fn index_of(&self, c: &ColumnRef) -> PlanResult<usize> {
+        match self.lookup(c) {
+            Ok(i) => Ok(i),
+            Err(hits) if !hits.is_empty() => Err(PlanError::AmbiguousColumn {
+                name: c.to_string(),
+                options: hits
+                    .iter()
+                    .map(|&i| self.fields[i].qualified_name())
+                    .collect(),
+            }),
+            Err(_) => Err(PlanError::ColumnNotFound {
+                name: c.to_string(),
+                candidates: self.close_matches(&c.name),
+                available: self.fields.iter().map(PlanField::qualified_name).collect(),
+            }),
+        }
+    }
+
+    /// Position of the one field `c` names, `None` where it names none or several (no error
+    /// is built: for the planner's many lookups that may miss).
+    pub fn position(&self, c: &ColumnRef) -> Option<usize> {
+        self.lookup(c).ok()
+    }
+
+    /// The one field `c` names, or every field it names ambiguously (none: not found).
+    fn lookup(&self, c: &ColumnRef) -> Result<usize, Vec<usize>> {
         for exact in [true, false] {
-            let hits: Vec<usize> = (0..self.fields.len())
-                .filter(|&i| self.fields[i].matches(c, exact))
-                .collect();
-            match hits.len() {
-                0 => continue,
-                1 => return Ok(hits[0]),
-                _ => {
-                    return Err(PlanError::AmbiguousColumn {
-                        name: c.to_string(),
-                        options: hits
-                            .iter()
-                            .map(|&i| self.fields[i].qualified_name())
-                            .collect(),
-                    })
-                }
+            let mut hits = (0..self.fields.len()).filter(|&i| self.fields[i].matches(c, exact));
+            if let Some(first) = hits.next() {
+                return match hits.next() {
+                    None => Ok(first),
+                    Some(second) => Err([first, second].into_iter().chain(hits).collect()),
+                };
             }
         }
-        Err(PlanError::ColumnNotFound {
-            name: c.to_string(),
-            candidates: self.close_matches(&c.name),
-            available: self.fields.iter().map(PlanField::qualified_name).collect(),
-        })
+        Err(Vec::new())
     }
 
     /// Whether `c` resolves to exactly one field here.
     pub fn has(&self, c: &ColumnRef) -> bool {
-        self.index_of(c).is_ok()
+        self.position(c).is_some()
     }
 
     /// Field names within a small edit distance of `name` (case-insensitive), closest first.

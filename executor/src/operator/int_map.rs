@@ -135,7 +135,12 @@ mod tests {
     #[test]
     fn finds_what_a_std_map_finds() {
         let mut r = Rng(5);
-        for (spread, start) in [(1i64, 0usize), (1 << 32, 10), (-7, 3), (i64::MAX / 1000, 1000)] {
+        for (spread, start) in [
+            (1i64, 0usize),
+            (1 << 32, 10),
+            (-7, 3),
+            (i64::MAX / 1000, 1000),
+        ] {
             let mut map = IntMap::with_capacity(start);
             let mut want: HashMap<i64, u32> = HashMap::new();
             for _ in 0..20_000 {

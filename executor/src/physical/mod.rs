@@ -127,7 +127,10 @@ pub fn execute(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Vec<Batch>> 
         shared: Arc::new(SharedResults::for_plan(plan)),
         ..ctx.clone()
     };
-    build(plan, &ctx)?.run(&ctx, &CollectSink, Some(plan))
+    // Every stage's label carries its node's estimate: each is computed once.
+    morsel_planner::optimizer::cardinality::with_estimates_of(plan, || {
+        build(plan, &ctx)?.run(&ctx, &CollectSink, Some(plan))
+    })
 }
 
 fn storage_schema(s: &PlanSchema) -> SchemaRef {

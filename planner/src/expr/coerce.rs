@@ -812,9 +812,7 @@ impl Expr {
     /// Whether this expression can produce NULL (conservative: true unless provably not).
     pub fn nullable(&self, schema: &PlanSchema) -> bool {
         match self {
-            Expr::Column(c) => schema
-                .index_of(c)
-                .map_or(true, |i| schema.field(i).nullable),
+            Expr::Column(c) => schema.position(c).is_none_or(|i| schema.field(i).nullable),
             Expr::Literal(v) => v.is_null(),
             Expr::IsNull(_) | Expr::IsNotNull(_) => false,
             Expr::Aggregate {

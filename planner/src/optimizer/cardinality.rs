@@ -7,6 +7,9 @@
 //! statistics for a key, as a foreign-key join (the larger side's rows). Estimates depend
 //! only on the data, so plans are the same for any thread count.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use crate::expr::{BinaryOp, ColumnRef, Expr};
 use morsel_storage::ScalarValue;
 
@@ -14,6 +17,76 @@ use crate::plan::{JoinKind, LogicalPlan, Scan, TableSource};
 
 /// The estimated number of rows `plan` produces.
 pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
+    let key = plan as *const LogicalPlan as usize;
+    let pinned = PINNED.with(|p| p.borrow().as_ref().and_then(|m| m.get(&key).copied()));
+    if let Some(Some(rows)) = pinned {
+        return rows;
+    }
+    let rows = memoized(|| {
+        if let Some(rows) = ROWS.with(|m| m.borrow().as_ref().and_then(|m| m.get(&key).copied())) {
+            return rows;
+        }
+        let rows = compute_rows(plan);
+        ROWS.with(|m| m.borrow_mut().as_mut().map(|m| m.insert(key, rows)));
+        rows
+    });
+    if pinned.is_some() {
+        PINNED.with(|p| p.borrow_mut().as_mut().map(|m| m.insert(key, Some(rows))));
+    }
+    rows
+}
+
+thread_local! {
+    /// Row estimates by plan node address, while an outermost estimate runs.
+    static ROWS: RefCell<Option<HashMap<usize, f64>>> = const { RefCell::new(None) };
+    /// The nodes of a plan its holder keeps unchanged (see [`with_estimates_of`]), by
+    /// address, with their estimates once asked for.
+    static PINNED: RefCell<Option<HashMap<usize, Option<f64>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the estimates of `root`'s nodes remembered for its whole length: for a
+/// caller that asks for many of them while it holds the plan unchanged (the executor as it
+/// builds pipelines and labels every stage). Other plans (temporaries) are estimated as
+/// usual.
+pub fn with_estimates_of<R>(root: &LogicalPlan, f: impl FnOnce() -> R) -> R {
+    fn pin(plan: &LogicalPlan, nodes: &mut HashMap<usize, Option<f64>>) {
+        nodes.insert(plan as *const LogicalPlan as usize, None);
+        plan.children().into_iter().for_each(|c| pin(c, nodes));
+    }
+    struct Restore(Option<HashMap<usize, Option<f64>>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            PINNED.with(|p| *p.borrow_mut() = outer);
+        }
+    }
+    let mut nodes = HashMap::new();
+    pin(root, &mut nodes);
+    let _restore = Restore(PINNED.with(|p| p.borrow_mut().replace(nodes)));
+    f()
+}
+
+/// Runs `f` with row estimates remembered by plan node address. Nested calls share the
+/// outermost call's memo, which ends with it: the plan it estimates stays borrowed and
+/// unchanged throughout, and nothing in here builds plans, so an address names one node.
+/// (Every node's estimate reads its inputs' and, through distinct counts, its inputs'
+/// inputs' estimates: without the memo a join tree's estimate is quadratic or worse.)
+fn memoized<R>(f: impl FnOnce() -> R) -> R {
+    struct Outermost;
+    impl Drop for Outermost {
+        fn drop(&mut self) {
+            ROWS.with(|m| *m.borrow_mut() = None);
+        }
+    }
+    let started = ROWS.with(|m| {
+        let mut m = m.borrow_mut();
+        m.is_none().then(|| *m = Some(HashMap::new())).is_some()
+    });
+    let _guard = started.then_some(Outermost);
+    f()
+}
+
+fn compute_rows(plan: &LogicalPlan) -> f64 {
     match plan {
         LogicalPlan::Scan(s) => {
             let rows = match &s.source {
@@ -53,18 +126,67 @@ pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
             ..
         } => {
             let (l, r) = (estimate_rows(left), estimate_rows(right));
-            let keys = key_distinct(on, left, right);
-            let inner = keyed_join_rows(l, r, !on.is_empty(), keys)
+            let sides = Sides { left, right, l, r };
+            let inner = keyed_join_rows(l, r, !on.is_empty(), sides.key_distinct(on))
                 * filter.as_ref().map_or(1.0, selectivity);
             match kind {
                 JoinKind::Inner => inner,
                 JoinKind::Left => inner.max(l),
                 JoinKind::Right => inner.max(r),
                 JoinKind::Full => inner.max(l + r),
-                JoinKind::Semi | JoinKind::Anti { .. } => l / 2.0,
+                JoinKind::Semi => l * sides.semi_fraction(on, filter.as_ref()),
+                JoinKind::Anti { .. } => {
+                    l * (1.0 - sides.semi_fraction(on, filter.as_ref())).max(ANTI_MIN)
+                }
                 JoinKind::Mark { .. } => l,
             }
         }
+    }
+}
+
+/// An anti join is taken to keep at least this share of its left rows (when every left key
+/// seems to have a match, a filter or skew usually leaves some without).
+const ANTI_MIN: f64 = 0.1;
+
+/// A join's two inputs with their estimated rows.
+struct Sides<'a> {
+    left: &'a LogicalPlan,
+    right: &'a LogicalPlan,
+    l: f64,
+    r: f64,
+}
+
+impl Sides<'_> {
+    /// The most selective key's distinct count (the larger of its two sides' counts).
+    fn key_distinct(&self, on: &[(Expr, Expr)]) -> Option<f64> {
+        on.iter()
+            .filter_map(|(l, r)| {
+                let dl = expr_distinct(l, self.left)?;
+                let dr = expr_distinct(r, self.right)?;
+                Some(dl.max(dr))
+            })
+            .reduce(f64::max)
+    }
+
+    /// The share of left rows a semi join keeps: with keys whose distinct counts are known
+    /// on both sides, the right side's count over the left's (at most 1; each side's count
+    /// the product over its key columns, at most its rows), times the residual filter's
+    /// selectivity; a half otherwise.
+    fn semi_fraction(&self, on: &[(Expr, Expr)], filter: Option<&Expr>) -> f64 {
+        let side = |plan: &LogicalPlan, rows: f64, exprs: &mut dyn Iterator<Item = &Expr>| {
+            let d: Option<f64> = exprs.map(|e| expr_distinct(e, plan)).product();
+            d.map(|d| d.min(rows).max(1.0))
+        };
+        let keyed = match on.is_empty() {
+            true => None,
+            false => side(self.left, self.l, &mut on.iter().map(|(l, _)| l)).zip(side(
+                self.right,
+                self.r,
+                &mut on.iter().map(|(_, r)| r),
+            )),
+        };
+        let keys = keyed.map_or(0.5, |(dl, dr)| (dr / dl).min(1.0));
+        keys * filter.map_or(1.0, selectivity)
     }
 }
 
@@ -81,15 +203,16 @@ pub fn keyed_join_rows(l: f64, r: f64, keyed: bool, distinct: Option<f64>) -> f6
 
 /// The most selective key's distinct count (the larger of its two sides' counts).
 pub fn key_distinct(on: &[(Expr, Expr)], left: &LogicalPlan, right: &LogicalPlan) -> Option<f64> {
-    on.iter()
-        .filter_map(|(l, r)| {
-            let dl = expr_distinct(l, left)?;
-            let dr = expr_distinct(r, right)?;
-            Some(dl.max(dr))
-        })
-        .reduce(f64::max)
+    Sides {
+        left,
+        right,
+        l: estimate_rows(left),
+        r: estimate_rows(right),
+    }
+    .key_distinct(on)
 }
 
+/// Distinct values of `e` (a column, or a cast or alias of one) of `plan`'s output.
 fn expr_distinct(e: &Expr, plan: &LogicalPlan) -> Option<f64> {
     match e {
         Expr::Column(c) => distinct_values(plan, c),
@@ -100,48 +223,50 @@ fn expr_distinct(e: &Expr, plan: &LogicalPlan) -> Option<f64> {
 
 /// Estimated distinct values of column `c` of `plan`'s output (never more than its rows).
 pub fn distinct_values(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
-    let i = plan.schema().index_of(c).ok()?;
-    let d = match plan {
+    memoized(|| Some(source_distinct(plan, c)?.min(estimate_rows(plan)).max(1.0)))
+}
+
+/// Distinct values of column `c` where it comes from, capped by each node's rows below.
+fn source_distinct(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
+    let i = plan.schema().position(c)?;
+    let through = |input: &LogicalPlan, i: usize| {
+        distinct_values(input, &input.schema().field(i).column_ref())
+    };
+    match plan {
         LogicalPlan::Scan(s) => {
             let col = s.projection.as_ref().map_or(i, |p| p[i]);
-            match &s.source {
+            let d = match &s.source {
                 TableSource::Csv(files) => files
                     .readers()
                     .iter()
                     .map(|r| r.estimated_distinct(col))
                     .sum::<Option<f64>>()?,
                 TableSource::Memory(m) => m.estimated_distinct(col)?,
-            }
+            };
+            Some(d)
         }
         LogicalPlan::Filter { input, .. }
         | LogicalPlan::Sort { input, .. }
         | LogicalPlan::Limit { input, .. }
-        | LogicalPlan::Distinct { input } => {
-            distinct_values(input, &input.schema().field(i).column_ref())?
-        }
-        LogicalPlan::SubqueryAlias { input, .. } => {
-            distinct_values(input, &input.schema().field(i).column_ref())?
-        }
-        LogicalPlan::Window { input, .. } if i < input.schema().len() => {
-            distinct_values(input, &input.schema().field(i).column_ref())?
-        }
-        LogicalPlan::Projection { input, exprs, .. } => expr_distinct(&exprs[i], input)?,
+        | LogicalPlan::Distinct { input }
+        | LogicalPlan::SubqueryAlias { input, .. } => through(input, i),
+        LogicalPlan::Window { input, .. } if i < input.schema().len() => through(input, i),
+        LogicalPlan::Projection { input, exprs, .. } => expr_distinct(&exprs[i], input),
         LogicalPlan::Aggregate { input, group, .. } if i < group.len() => {
-            expr_distinct(&group[i], input)?
+            expr_distinct(&group[i], input)
         }
         LogicalPlan::Join { left, right, .. } => {
             let nl = left.schema().len();
             if i < nl {
-                distinct_values(left, &left.schema().field(i).column_ref())?
+                through(left, i)
             } else if right.schema().len() > i - nl {
-                distinct_values(right, &right.schema().field(i - nl).column_ref())?
+                through(right, i - nl)
             } else {
-                return None;
+                None
             }
         }
-        _ => return None,
-    };
-    Some(d.min(estimate_rows(plan)).max(1.0))
+        _ => None,
+    }
 }
 
 /// The fraction of a scan's rows its filters keep: comparisons of a CSV column with a
@@ -218,7 +343,7 @@ fn column_comparison(e: &Expr, scan: &Scan) -> Option<(usize, BinaryOp, f64)> {
         ScalarValue::Float64(x) => *x,
         _ => return None,
     };
-    let i = scan.schema.index_of(c).ok()?;
+    let i = scan.schema.position(c)?;
     let file_col = scan.projection.as_ref().map_or(i, |p| p[i]);
     Some((file_col, op, value))
 }

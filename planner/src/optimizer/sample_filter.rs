@@ -47,7 +47,7 @@ pub fn memory_scan_selectivity(scan: &Scan, table: &MemTable, guess: impl Fn(&Ex
 /// The table column `e` reads, when it reads exactly one.
 fn single_column(e: &Expr, scan: &Scan) -> Option<usize> {
     let [c] = e.columns().try_into().ok()?;
-    let i = scan.schema.index_of(&c).ok()?;
+    let i = scan.schema.position(&c)?;
     Some(scan.projection.as_ref().map_or(i, |p| p[i]))
 }
 

@@ -441,7 +441,7 @@ impl PlanBuilder {
                 .map(|(i, (f, t))| {
                     // By position: names may repeat.
                     let c = Expr::Column(f.column_ref());
-                    let c = if s.index_of(&f.column_ref()).is_ok() {
+                    let c = if s.has(&f.column_ref()) {
                         c
                     } else {
                         return Err(PlanError::Invalid(format!(

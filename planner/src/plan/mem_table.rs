@@ -17,10 +17,13 @@ pub struct MemTable {
     pub batches: Vec<Batch>,
     /// Taken on first use by the planner.
     sample: OnceLock<Sample>,
-    /// Filter selectivities measured on the sample, by column and filter text (the planner
-    /// asks for the same ones many times while it orders joins).
-    fractions: Mutex<HashMap<String, Option<f64>>>,
+    /// Filter selectivities measured on the sample, by column and conjuncts (the planner
+    /// asks for the same few many times while it orders joins).
+    fractions: Mutex<Vec<Measured>>,
 }
+
+/// A filter's measured fraction: the column, its conjuncts, the fraction (if measurable).
+type Measured = (usize, Vec<Expr>, Option<f64>);
 
 /// Rows spread evenly over the table.
 #[derive(Debug)]
@@ -42,7 +45,7 @@ impl MemTable {
             schema,
             batches,
             sample: OnceLock::new(),
-            fractions: Mutex::new(HashMap::new()),
+            fractions: Mutex::new(Vec::new()),
         }
     }
 
@@ -56,19 +59,23 @@ impl MemTable {
     }
 
     /// The fraction of rows that `conjuncts` (over column `col` alone) keep, as `keep` finds
-    /// it on the column's sampled values (`None`: it cannot judge them); remembered by the
-    /// conjuncts' text.
+    /// it on the column's sampled values (`None`: it cannot judge them); remembered.
     pub fn sample_fraction(
         &self,
         col: usize,
         conjuncts: &[&Expr],
         keep: impl FnOnce(&[ScalarValue]) -> Option<Vec<bool>>,
     ) -> Option<f64> {
-        let texts: Vec<String> = conjuncts.iter().map(|c| c.to_string()).collect();
-        let key = format!("{col}: {}", texts.join(" AND "));
-        if let Some(f) = self.fractions.lock().expect("fractions").get(&key) {
+        let known = self.fractions.lock().expect("fractions");
+        let same = |(c, exprs, _): &&Measured| {
+            *c == col
+                && exprs.len() == conjuncts.len()
+                && exprs.iter().zip(conjuncts).all(|(a, b)| a == *b)
+        };
+        if let Some((.., f)) = known.iter().find(same) {
             return *f;
         }
+        drop(known);
         let values = self.sample().values.get(col)?;
         let fraction = match values.is_empty() {
             true => None,
@@ -77,10 +84,11 @@ impl MemTable {
                 (hits.max(1) as f64 / (values.len() + 1) as f64).min(1.0)
             }),
         };
+        let exprs = conjuncts.iter().map(|&c| c.clone()).collect();
         self.fractions
             .lock()
             .expect("fractions")
-            .insert(key, fraction);
+            .push((col, exprs, fraction));
         fraction
     }
 

@@ -56,7 +56,7 @@ fn rename_columns(b: PlanBuilder, alias: &ast::TableAlias) -> Result<PlanBuilder
         .enumerate()
         .map(|(i, f)| {
             let c = Expr::Column(f.column_ref());
-            if schema.index_of(&f.column_ref()).is_ok() {
+            if schema.has(&f.column_ref()) {
                 Ok(c.alias(format!("__col{i}")))
             } else {
                 Err(SqlError::invalid(format!(

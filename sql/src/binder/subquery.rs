@@ -101,10 +101,7 @@ impl Binder<'_> {
             }
             return Ok(Some(Expr::Column(frame.outer.field(i).column_ref())));
         }
-        if frames[..frames.len() - 1]
-            .iter()
-            .any(|f| f.outer.index_of(c).is_ok())
-        {
+        if frames[..frames.len() - 1].iter().any(|f| f.outer.has(c)) {
             return Err(SqlError::unsupported(format!(
                 "the reference to {c} from a subquery nested two or more levels below its query"
             )));

@@ -175,7 +175,7 @@ fn compute_below<'a>(
     let mut exprs: Vec<Expr> = Vec::new();
     for e in users {
         for c in e.columns() {
-            if let Ok(i) = schema.index_of(&c) {
+            if let Some(i) = schema.position(&c) {
                 let pass = Expr::Column(schema.field(i).column_ref());
                 if !exprs.contains(&pass) {
                     exprs.push(pass);

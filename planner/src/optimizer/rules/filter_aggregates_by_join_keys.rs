@@ -132,7 +132,7 @@ fn reduce(
 /// The group position the output column `c` of `plan` carries, looking through
 /// projections and aliases down to a grouped aggregate.
 fn group_index(plan: &LogicalPlan, c: &ColumnRef) -> Option<usize> {
-    let i = plan.schema().index_of(c).ok()?;
+    let i = plan.schema().position(c)?;
     match plan {
         LogicalPlan::Projection { input, exprs, .. } => match exprs[i].clone().unalias() {
             Expr::Column(inner) => group_index(input, &inner),
@@ -166,7 +166,7 @@ fn smallest_source(
     let here = cols
         .iter()
         .map(|c| {
-            let i = plan.schema().index_of(c).ok()?;
+            let i = plan.schema().position(c)?;
             Some(plan.schema().field(i).column_ref())
         })
         .collect::<Option<Vec<_>>>()?;
@@ -181,17 +181,15 @@ fn smallest_source(
             schema,
         } => here
             .iter()
-            .map(
-                |c| match exprs[schema.index_of(c).ok()?].clone().unalias() {
-                    Expr::Column(inner) => Some(inner),
-                    _ => None,
-                },
-            )
+            .map(|c| match exprs[schema.position(c)?].clone().unalias() {
+                Expr::Column(inner) => Some(inner),
+                _ => None,
+            })
             .collect::<Option<Vec<_>>>()
             .and_then(|inner| smallest_source(input, inner)),
         LogicalPlan::SubqueryAlias { input, schema, .. } => here
             .iter()
-            .map(|c| Some(input.schema().field(schema.index_of(c).ok()?).column_ref()))
+            .map(|c| Some(input.schema().field(schema.position(c)?).column_ref()))
             .collect::<Option<Vec<_>>>()
             .and_then(|inner| smallest_source(input, inner)),
         // A join's output values of a column are among its input's (or NULL, which never

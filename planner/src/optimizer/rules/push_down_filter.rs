@@ -188,7 +188,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             let fields = scan.schema.clone();
             let canonical = |e: &Expr| {
                 remap(e, &|c: &ColumnRef| {
-                    let i = fields.index_of(c).ok()?;
+                    let i = fields.position(c)?;
                     Some(Expr::Column(fields.field(i).column_ref()))
                 })
             };
@@ -211,7 +211,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
         } => {
             // A column of the projection that is a plain input column (maybe renamed).
             let passthrough = |c: &ColumnRef| -> Option<Expr> {
-                let i = schema.index_of(c).ok()?;
+                let i = schema.position(c)?;
                 match exprs[i].clone().unalias() {
                     e @ Expr::Column(_) => Some(e),
                     _ => None,
@@ -236,8 +236,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             let inner = input.schema().clone();
             let map = |c: &ColumnRef| {
                 schema
-                    .index_of(c)
-                    .ok()
+                    .position(c)
                     .map(|i| Expr::Column(inner.field(i).column_ref()))
             };
             let (down, kept) = partition_remap(preds, &map);
@@ -259,7 +258,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
         } => {
             // Conjuncts over group columns that are plain input columns filter the input.
             let map = |c: &ColumnRef| {
-                let i = schema.index_of(c).ok()?;
+                let i = schema.position(c)?;
                 match group.get(i)? {
                     e @ Expr::Column(_) => Some(e.clone()),
                     _ => None,
@@ -373,8 +372,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                         let ins = input.schema();
                         remap(&p, &|c: &ColumnRef| {
                             schema
-                                .index_of(c)
-                                .ok()
+                                .position(c)
                                 .map(|i| Expr::Column(ins.field(i).column_ref()))
                                 .filter(|e| resolves(e, ins))
                         })

@@ -196,9 +196,9 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
             let inner = input.schema().clone();
             let req = required
                 .iter()
-                .flat_map(|c| match schema.index_of(c) {
-                    Ok(i) => vec![inner.field(i).column_ref()],
-                    Err(_) => all_columns(&inner),
+                .flat_map(|c| match schema.position(c) {
+                    Some(i) => vec![inner.field(i).column_ref()],
+                    None => all_columns(&inner),
                 })
                 .collect();
             let input = prune(*input, req)?;
