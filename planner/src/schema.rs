@@ -263,5 +263,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, "column prise not found (did you mean b.price?); available columns: a.id, b.id, b.price");
+        // The lookup that builds no error: found, ambiguous, missing.
+        assert_eq!(s.position(&ColumnRef::new("PRICE")), Some(2));
+        assert_eq!(s.position(&ColumnRef::new("id")), None);
+        assert_eq!(s.position(&ColumnRef::new("prise")), None);
+        assert!(s.has(&ColumnRef::qualified("a", "id")) && !s.has(&ColumnRef::new("id")));
     }
 }

@@ -401,3 +401,87 @@ pub fn selectivity(e: &Expr) -> f64 {
         _ => 0.5,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, Schema};
+
+    use super::{estimate_rows, with_estimates_of};
+    use crate::expr::{col, lit};
+    use crate::plan::{JoinKind, LogicalPlan, MemTable, PlanBuilder, TableSource};
+
+    /// A memory table with column `k`: `rows` rows drawing from `0..distinct` in no order
+    /// (a cycle would line up with the evenly spaced sample).
+    fn table(name: &str, k: &str, rows: i64, distinct: i64) -> PlanBuilder {
+        let schema = Arc::new(Schema::new(vec![Field::new(k, DataType::Int64, false)]));
+        let draw = |i: i64| ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as i64;
+        let values = Column::Int64(PrimitiveColumn::from_vec(
+            (0..rows).map(|i| draw(i) % distinct).collect(),
+        ));
+        let batch = Batch::try_new(schema.clone(), vec![values], rows as usize).expect("batch");
+        let source = TableSource::Memory(Arc::new(MemTable::new(schema, vec![batch])));
+        PlanBuilder::scan(name, name, source)
+    }
+
+    fn join(kind: JoinKind, right_distinct: i64) -> LogicalPlan {
+        table("l", "a", 10_000, 1000)
+            .join(
+                table("r", "b", 2000, right_distinct),
+                kind,
+                vec![(col("a"), col("b"))],
+                None,
+            )
+            .expect("join")
+            .build()
+    }
+
+    /// A semi join keeps the share of left keys the right side has (at most all); an anti
+    /// join the rest, at least a tenth.
+    #[test]
+    fn semi_and_anti_joins_keep_the_matching_share_of_keys() {
+        let near = |got: f64, want: f64| assert!((got / want - 1.0).abs() < 0.1, "{got} vs {want}");
+        near(estimate_rows(&join(JoinKind::Semi, 100)), 1000.0);
+        near(estimate_rows(&join(JoinKind::Semi, 2000)), 10_000.0);
+        near(
+            estimate_rows(&join(JoinKind::Anti { null_aware: false }, 100)),
+            9000.0,
+        );
+        near(
+            estimate_rows(&join(JoinKind::Anti { null_aware: false }, 2000)),
+            1000.0,
+        );
+    }
+
+    /// Estimates pinned for a plan's run equal the plain ones, node by node, and a plan
+    /// built meanwhile (not pinned) is estimated on its own.
+    #[test]
+    fn pinned_estimates_equal_plain_ones() {
+        let plan = table("x", "x", 5000, 50)
+            .filter(col("x").lt(lit(10i64)))
+            .expect("filter")
+            .join(
+                PlanBuilder::from_plan(join(JoinKind::Inner, 300)),
+                JoinKind::Inner,
+                vec![(col("x"), col("a"))],
+                None,
+            )
+            .expect("join")
+            .build();
+        fn each(p: &LogicalPlan, out: &mut Vec<f64>) {
+            out.push(estimate_rows(p));
+            p.children().into_iter().for_each(|c| each(c, out));
+        }
+        let mut plain = Vec::new();
+        each(&plan, &mut plain);
+        let (pinned, other) = with_estimates_of(&plan, || {
+            let mut twice = Vec::new();
+            each(&plan, &mut twice);
+            each(&plan, &mut twice);
+            (twice, estimate_rows(&join(JoinKind::Semi, 100)))
+        });
+        assert_eq!(pinned, [plain.clone(), plain].concat());
+        assert_eq!(other, estimate_rows(&join(JoinKind::Semi, 100)));
+    }
+}
