@@ -47,7 +47,8 @@ pub struct AggregateSink {
     pub threads: usize,
 }
 
-/// The partitioned merge runs when the partials hold at least this many groups in all.
+/// The partitioned merge runs when the partials hold at least this many groups in all, and
+/// at least this many distinct ones.
 pub const PARTITIONED_MERGE_GROUPS: usize = 1 << 16;
 
 /// A morsel is scattered when the distinct keys of its first batch are estimated at no fewer
@@ -106,7 +107,7 @@ pub struct GroupTable {
     /// group up without encoding and hashing bytes.
     pub(super) ints: IntIds,
     /// For one text group key: its interned ids by the string's bytes (not encoded).
-    strs: StrIds,
+    strs: Box<StrIds>,
     /// For two to four integer-like or text keys: ids by the values' own ids.
     multi: Box<MultiIds>,
 }
@@ -249,7 +250,7 @@ impl AggregateSink {
             keys: KeyInterner::new(),
             accs: self.new_accs()?,
             ints: IntIds::default(),
-            strs: StrIds::default(),
+            strs: Box::default(),
             multi: Box::default(),
         })
     }
@@ -353,7 +354,23 @@ impl Sink for AggregateSink {
                 Partial::Rows(_) => 0,
             })
             .sum();
-        if groups >= PARTITIONED_MERGE_GROUPS || partials.iter().any(Partial::is_scattered) {
+        if self.ranges_apart(&partials) {
+            return self.merge_apart(partials);
+        }
+        // Many groups in the partials may still be few in all (the same keys in every
+        // morsel, as Q15's 10K suppliers over 731 morsels): their stored hashes tell.
+        let many = || {
+            let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
+            for p in &partials {
+                if let Partial::Table(t) = p {
+                    (0..t.keys.len()).for_each(|g| sketch.set(t.keys.hash(g)));
+                }
+            }
+            sketch.distinct() >= PARTITIONED_MERGE_GROUPS as f64
+        };
+        if partials.iter().any(Partial::is_scattered)
+            || groups >= PARTITIONED_MERGE_GROUPS && many()
+        {
             self.merge_partitioned(partials)
         } else {
             self.merge_serial(partials)
@@ -434,6 +451,79 @@ impl AggregateSink {
             }
         }
         Ok(t)
+    }
+
+    /// Whether every partial is a table of one integer key without NULL whose values lie
+    /// at or above the previous table's (a column stored sorted or in runs, as line items
+    /// by order): then only a key at the seam of two neighbours can be in both.
+    fn ranges_apart(&self, partials: &[Partial]) -> bool {
+        if self.group.len() != 1 {
+            return false;
+        }
+        let mut last_max: Option<i64> = None;
+        for p in partials {
+            let Partial::Table(t) = p else {
+                return false;
+            };
+            if t.keys.is_empty() {
+                continue;
+            }
+            // Every key came through the integer ids (and none is NULL).
+            let (Some((min, max)), false) = t.ints.range() else {
+                return false;
+            };
+            if t.ints.len() != t.keys.len() || last_max.is_some_and(|m| m > min) {
+                return false;
+            }
+            last_max = Some(max);
+        }
+        true
+    }
+
+    /// Merges partials whose key ranges are apart (see [`Self::ranges_apart`]) by
+    /// concatenating their groups in morsel order, a key at a seam merged into its first
+    /// group: the groups and their first-seen order are those of any other merge, with no
+    /// table to look keys up in.
+    fn merge_apart(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
+        let mut keys = KeyList::new();
+        let mut accs = self.new_accs()?;
+        // The largest key so far and its group.
+        let mut seam: Option<(i64, u32)> = None;
+        for p in partials {
+            let Partial::Table(t) = p else {
+                return Err(ExecError::Internal(
+                    "scattered rows reached a merge of tables".into(),
+                ));
+            };
+            let (Some((min, max)), _) = t.ints.range() else {
+                continue;
+            };
+            let shared = match seam {
+                Some((v, group)) if v == min => t.ints.get(min).map(|g| (g, group)),
+                _ => None,
+            };
+            let mapping: Vec<u32> = (0..t.keys.len() as u32)
+                .map(|g| match shared {
+                    Some((s, group)) if s == g => group,
+                    _ => {
+                        keys.push(t.keys.key(g as usize), t.keys.hash(g as usize));
+                        keys.len() as u32 - 1
+                    }
+                })
+                .collect();
+            for (acc, part) in accs.iter_mut().zip(t.accs) {
+                acc.resize(keys.len());
+                acc.merge(part, &mapping)?;
+            }
+            let last = t
+                .ints
+                .get(max)
+                .ok_or_else(|| ExecError::Internal("a group table lacks its largest key".into()))?;
+            seam = Some((max, mapping[last as usize]));
+        }
+        let groups = keys.len();
+        let columns = self.output(&keys, accs)?;
+        Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
     }
 
     /// Merges the partials one after another into one table (all of them tables).
@@ -599,6 +689,50 @@ mod tests {
         }
     }
 
+    /// Morsels of sorted keys (runs crossing morsel seams, a morsel of one key, an empty
+    /// morsel) merge by concatenation, bit for bit as the serial merge; keys out of order,
+    /// or a NULL key, take the other merges.
+    #[test]
+    fn sorted_keys_merge_by_concatenation_bit_for_bit() {
+        let mut sorted = morsels();
+        let schema = sorted[0][0].schema().clone();
+        let mut key = 0i64;
+        let mut rng = Rng(3);
+        for (m, morsel) in sorted.iter_mut().enumerate() {
+            for batch in morsel.iter_mut() {
+                let n = batch.num_rows();
+                let k: Vec<i64> = (0..n)
+                    .map(|_| {
+                        key += i64::from(m != 4 && rng.below(3) == 0);
+                        key
+                    })
+                    .collect();
+                let mut columns = batch.columns().to_vec();
+                columns[0] = Column::Int64(PrimitiveColumn::from_vec(k));
+                *batch = Batch::try_new(schema.clone(), columns, n).unwrap();
+            }
+        }
+        sorted.insert(3, vec![sorted[0][0].slice(0, 0)]);
+        let s = sink(2, &[0]);
+        let tables = |input: &[Vec<Batch>]| -> Vec<Partial> {
+            input
+                .iter()
+                .map(|m| s.consume_grouped(m, TABLE).unwrap())
+                .collect()
+        };
+        assert!(s.ranges_apart(&tables(&sorted)));
+        let expect = rows(&s.merge_serial(tables(&sorted)).unwrap());
+        assert!(expect.len() > 500, "{} groups", expect.len());
+        assert_eq!(rows(&s.merge_apart(tables(&sorted)).unwrap()), expect);
+        assert_eq!(rows(&s.finish(tables(&sorted)).unwrap()), expect);
+        // Two morsels swapped: their ranges overlap the others'.
+        let mut swapped = sorted.clone();
+        swapped.swap(1, 6);
+        assert!(!s.ranges_apart(&tables(&swapped)));
+        // The random keys have NULLs.
+        assert!(!s.ranges_apart(&tables(&morsels())));
+    }
+
     /// A morsel's rows scattered by key hash give what its group table gives, bit for bit:
     /// every morsel scattered or every other one, at 1, 2 and 8 threads, with one integer
     /// key (grouped by value), one text key (by its bytes) and two keys (encoded).
@@ -724,7 +858,7 @@ mod tests {
                 keys: std::mem::take(&mut by_value),
                 accs: Vec::new(),
                 ints: IntIds::default(),
-                strs: StrIds::default(),
+                strs: Box::default(),
                 multi,
             };
             table.update(&BatchKeys::Columns(&cols), &[]).unwrap();

@@ -72,9 +72,26 @@ const BATCH_SLOTS_PER_ROW: usize = 4;
 pub struct IntIds {
     map: HashMap<i64, u32, FixedState>,
     null: Option<u32>,
+    /// The smallest and largest value seen.
+    range: Option<(i64, i64)>,
 }
 
 impl IntIds {
+    /// How many values (NULL included) have ids.
+    pub(super) fn len(&self) -> usize {
+        self.map.len() + usize::from(self.null.is_some())
+    }
+
+    /// The smallest and largest non-NULL value, and whether NULL has an id too.
+    pub(super) fn range(&self) -> (Option<(i64, i64)>, bool) {
+        (self.range, self.null.is_some())
+    }
+
+    /// The id of value `v`, if it has one.
+    pub(super) fn get(&self, v: i64) -> Option<u32> {
+        self.map.get(&v).copied()
+    }
+
     /// Every row's group id, interning each new value's encoded key in `keys`.
     /// Makes room for `more` values.
     pub(super) fn reserve(&mut self, more: usize) {
@@ -138,6 +155,7 @@ impl IntIds {
         match v {
             Some(x) => {
                 self.map.insert(x, id);
+                self.range = Some(self.range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
             }
             None => self.null = Some(id),
         }
