@@ -281,6 +281,8 @@ fn export(dir: &Path, name: &str, batch: &Batch) {
 }
 
 fn main() {
+    // As the command line runs queries (see morsel::allocator).
+    morsel::allocator::retain_freed_memory();
     let flag = |v: &str| std::env::var(v).is_ok_and(|x| !x.is_empty() && x != "0");
     let smoke = flag("BENCH_SMOKE");
     let threads = morsel::ExecContext::default().threads;

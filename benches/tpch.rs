@@ -83,6 +83,8 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn main() {
+    // As the command line runs queries (see morsel::allocator).
+    morsel::allocator::retain_freed_memory();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

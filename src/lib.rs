@@ -19,6 +19,7 @@
 //! text and [`LazyFrame`]s both become logical plans, which the optimizer rewrites and the
 //! executor runs morsel by morsel on the shared worker pool.
 
+pub mod allocator;
 mod error;
 mod explain;
 mod format;

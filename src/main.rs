@@ -165,6 +165,7 @@ fn print_result(result: &QueryResult, format: Format) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    morsel::allocator::retain_freed_memory();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
