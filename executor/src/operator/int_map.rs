@@ -139,7 +139,7 @@ mod tests {
             (1i64, 0usize),
             (1 << 32, 10),
             (-7, 3),
-            (i64::MAX / 1000, 1000),
+            (i64::MAX / 5000, 1000),
         ] {
             let mut map = IntMap::with_capacity(start);
             let mut want: HashMap<i64, u32> = HashMap::new();
@@ -150,7 +150,7 @@ mod tests {
                 assert_eq!(map.get_or_insert(k, || next), id);
             }
             assert_eq!(map.len(), want.len());
-            for k in (0..6000).map(|v| v * spread) {
+            for k in (0..6000i64).map(|v| v.wrapping_mul(spread)) {
                 assert_eq!(map.get(k), want.get(&k).copied(), "key {k}");
             }
             for k in [i64::MIN, i64::MAX, -1] {

@@ -4,7 +4,9 @@
 //! comparisons on one column evaluated together, so `BETWEEN` is not two independent
 //! halves), and fixed selectivities for other predicate shapes (the textbook guesses). An equi-join of `l`
 //! and `r` rows on keys with `d` distinct values is estimated at `l * r / d`; without
-//! statistics for a key, as a foreign-key join (the larger side's rows). Estimates depend
+//! statistics for a key, as a foreign-key join (the larger side's rows); a semi join keeps
+//! the share of left keys the right side has. A memory table's distinct counts and filter
+//! fractions come from its sample rows (`plan::MemTable`, `sample_filter`). Estimates depend
 //! only on the data, so plans are the same for any thread count.
 
 use std::cell::RefCell;
