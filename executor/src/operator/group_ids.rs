@@ -11,7 +11,9 @@ use foldhash::fast::FixedState;
 use hashbrown::{HashMap, HashTable};
 use morsel_storage::{Column, DataType, Utf8Column};
 
-use super::keys::{encode_int, encode_str, for_each_int, hash_key, str_of_key, KeyInterner};
+use super::keys::{
+    encode_int, encode_str, for_each_int, hash_key, int_range, str_of_key, KeyInterner,
+};
 use crate::kernels::compare::bytes_eq;
 
 /// Hashes a string's bytes for [`StrIds`] (its own table; interned keys keep the hash of
@@ -104,12 +106,7 @@ impl IntIds {
         let ty = col.data_type();
         let rows = col.len();
         let mut ids = Vec::with_capacity(rows);
-        let mut range: Option<(i64, i64)> = None;
-        for_each_int(col, |_, v| {
-            if let Some(v) = v {
-                range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
-            }
-        });
+        let range = int_range(col);
         let span = range.map_or(0, |(lo, hi)| hi as i128 - lo as i128 + 1);
         match range {
             Some((min, _)) if span <= (BATCH_SLOTS_PER_ROW * rows) as i128 => {

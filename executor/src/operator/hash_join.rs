@@ -20,7 +20,9 @@ use morsel_planner::JoinKind;
 use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
 
 use super::int_map::IntMap;
-use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner, RowKeys};
+use super::keys::{
+    for_each_int, hash_key, int_range, is_int_column, IntPacking, KeyInterner, RowKeys,
+};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
@@ -98,14 +100,8 @@ impl KeyIndex {
     /// When the range is small the keys are indexed by value in an array, built on up to
     /// `threads` workers, ids in value order; otherwise hashed, ids in first-seen order.
     fn int_keys(col: &Column, key_of_row: &mut [u32], threads: usize) -> (KeyIndex, bool) {
-        let mut has_null = false;
-        let mut range: Option<(i64, i64)> = None;
-        for_each_int(col, |_, v| match v {
-            Some(v) => {
-                range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
-            }
-            None => has_null = true,
-        });
+        let has_null = col.null_count() > 0;
+        let range = int_range(col);
         let rows = key_of_row.len();
         let span = range.map_or(0, |(lo, hi)| (hi as i128 - lo as i128 + 1) as u128);
         let budget = (rows * DENSE_SLOTS_PER_ROW).max(DENSE_MIN_SLOTS);
@@ -318,7 +314,6 @@ impl JoinTable {
         mut p: Vec<u32>,
         mut b: Vec<u32>,
     ) -> ExecResult<Candidates> {
-        let t = self;
         let packed;
         let cols = match &self.packing {
             Some(p) if cols.iter().all(is_int_column) => {
@@ -327,7 +322,7 @@ impl JoinTable {
             }
             _ => cols,
         };
-        let null_key = match (&t.keys, cols) {
+        let null_key = match (&self.keys, cols) {
             // One loop per kind of integer index (each inlines its lookup).
             (KeyIndex::Dense { min, slots, .. }, [one]) if is_int_column(one) => {
                 let find = |v: i64| {
@@ -335,7 +330,7 @@ impl JoinTable {
                     let id = *slots.get(v.wrapping_sub(*min) as u64 as usize)?;
                     (id != u32::MAX).then_some(id)
                 };
-                t.probe_ints(one, find, &mut p, &mut b)
+                self.probe_ints(one, find, &mut p, &mut b)
             }
             (KeyIndex::Int { map, present }, [one]) if is_int_column(one) => match present {
                 Some(bits) => {
@@ -346,9 +341,9 @@ impl JoinTable {
                         }
                     });
                     let find = |v| bits.has(v).then(|| map.get(v)).flatten();
-                    t.probe_ints(one, find, &mut p, &mut b)
+                    self.probe_ints(one, find, &mut p, &mut b)
                 }
-                None => t.probe_ints(one, |v| map.get(v), &mut p, &mut b),
+                None => self.probe_ints(one, |v| map.get(v), &mut p, &mut b),
             },
             (KeyIndex::Encoded(keys), _) => {
                 let encoded = RowKeys::encode(cols, n);
@@ -358,7 +353,7 @@ impl JoinTable {
                     }
                     let k = encoded.key(i);
                     if let Some(id) = keys.find(k, hash_key(k)) {
-                        t.emit(i, id, &mut p, &mut b);
+                        self.emit(i, id, &mut p, &mut b);
                     }
                 }
                 encoded.has_null
@@ -375,9 +370,7 @@ impl JoinTable {
             null_key,
         })
     }
-}
 
-impl JoinTable {
     /// The pairs of the probe rows of integer column `col`, whose key ids `find` looks up
     /// (with unique keys, the build rows), appended to `p` and `b`. Returns which probe rows
     /// have a NULL key.
@@ -425,7 +418,7 @@ fn dense_slots(
         ranges.push((lo, range));
         rest = after;
     }
-    // Mark each range's values (0), counting them.
+    // Mark each range's values (1), counting them.
     let marked = parallel_map(threads, ranges, |_, (lo, range)| {
         let mut distinct = 0u32;
         for_each_int(col, |_, v| {

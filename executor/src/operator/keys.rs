@@ -211,6 +211,17 @@ pub fn is_int_column(c: &Column) -> bool {
     )
 }
 
+/// The smallest and largest non-NULL value of an integer-like column (`None`: none).
+pub fn int_range(c: &Column) -> Option<(i64, i64)> {
+    let mut range: Option<(i64, i64)> = None;
+    for_each_int(c, |_, v| {
+        if let Some(v) = v {
+            range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+        }
+    });
+    range
+}
+
 /// Calls `f(row, value)` for every row of an integer-like column, widened to i64 (`None`
 /// for NULL); does nothing for other columns.
 #[inline]
@@ -257,13 +268,7 @@ impl IntPacking {
         let (mut mins, mut spans) = (Vec::new(), Vec::new());
         let mut product: u128 = 1;
         for c in cols {
-            let mut range: Option<(i64, i64)> = None;
-            for_each_int(c, |_, v| {
-                if let Some(v) = v {
-                    range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
-                }
-            });
-            let (lo, hi) = range.unwrap_or((0, 0));
+            let (lo, hi) = int_range(c).unwrap_or((0, 0));
             let span = (hi as i128 - lo as i128 + 1) as u128;
             product = product.checked_mul(span).filter(|&p| p <= 1 << 62)?;
             mins.push(lo);
