@@ -152,6 +152,61 @@ impl Bitmap {
         Self::from_word_fn(self.len, |i| !self.word(i))
     }
 
+    /// The bits whose position is set in `mask` (of the same length), in order: the
+    /// validity or values a filter keeps. Words of `mask` that are all set copy 64 bits at
+    /// once.
+    pub fn filter(&self, mask: &Bitmap) -> Bitmap {
+        assert_eq!(self.len, mask.len, "filter mask length must match");
+        let mut out = BitmapBuilder::with_capacity(mask.count_ones());
+        for wi in 0..mask.word_count() {
+            let (m, v) = (mask.word(wi), self.word(wi));
+            if m == u64::MAX {
+                out.push_bits(v, 64);
+                continue;
+            }
+            let (mut m, mut packed, mut n) = (m, 0u64, 0);
+            while m != 0 {
+                packed |= ((v >> m.trailing_zeros()) & 1) << n;
+                n += 1;
+                m &= m - 1;
+            }
+            out.push_bits(packed, n);
+        }
+        out.finish()
+    }
+
+    /// The runs of consecutive set bits as `start..end` ranges, in increasing order.
+    pub fn set_runs(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let words = self.word_count();
+        let mut pos = 0;
+        std::iter::from_fn(move || {
+            // The first set bit at or after `pos`.
+            let mut wi = pos / 64;
+            if wi >= words {
+                return None;
+            }
+            let mut w = self.word(wi) & (u64::MAX << (pos % 64));
+            while w == 0 {
+                wi += 1;
+                if wi >= words {
+                    return None;
+                }
+                w = self.word(wi);
+            }
+            let start = wi * 64 + w.trailing_zeros() as usize;
+            // The first clear bit after it (bits past `len` read as clear).
+            let mut zi = start / 64;
+            let mut z = !self.word(zi) & (u64::MAX << (start % 64));
+            while z == 0 {
+                zi += 1;
+                z = if zi < words { !self.word(zi) } else { 1 };
+            }
+            let end = (zi * 64 + z.trailing_zeros() as usize).min(self.len);
+            pos = end;
+            Some(start..end)
+        })
+    }
+
     /// Indexes of the set bits, in increasing order.
     pub fn set_indices(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.word_count()).flat_map(move |wi| {
@@ -234,6 +289,31 @@ impl BitmapBuilder {
             self.words[last] |= 1u64 << (self.len % 64);
         }
         self.len += 1;
+    }
+
+    /// Appends the low `n` bits of `bits` (`n` at most 64).
+    #[inline]
+    pub fn push_bits(&mut self, bits: u64, n: usize) {
+        debug_assert!(n <= 64);
+        if n == 0 {
+            return;
+        }
+        let bits = if n < 64 {
+            bits & ((1u64 << n) - 1)
+        } else {
+            bits
+        };
+        let used = self.len % 64;
+        if used == 0 {
+            self.words.push(bits);
+        } else {
+            let last = self.words.len() - 1;
+            self.words[last] |= bits << used;
+            if used + n > 64 {
+                self.words.push(bits >> (64 - used));
+            }
+        }
+        self.len += n;
     }
 
     pub fn push_n(&mut self, v: bool, n: usize) {
@@ -365,6 +445,43 @@ mod tests {
         assert_eq!(bm.count_ones(), 131);
         b.truncate(50);
         assert_eq!(b.finish().count_ones(), 1);
+    }
+
+    /// Filtering by a mask and the runs of a mask agree with bit-by-bit answers, for masks
+    /// of every density (all-set words take the whole-word path) and unaligned windows.
+    #[test]
+    fn filter_and_runs_match_bit_by_bit() {
+        let mut rng = crate::test_rng::Rng(7);
+        for density in [0, 1, 2, 3, 4] {
+            let len = 300 + rng.below(100) as usize;
+            let bits: Vec<bool> = (0..len).map(|_| rng.below(2) == 0).collect();
+            let keep: Vec<bool> = (0..len).map(|_| rng.below(4) < density).collect();
+            for off in [0, 1, 63, 64, 77] {
+                let bm = Bitmap::from_bools(bits.iter().copied()).slice(off, len - off);
+                let mask = Bitmap::from_bools(keep.iter().copied()).slice(off, len - off);
+                let got: Vec<bool> = bm.filter(&mask).iter().collect();
+                let want: Vec<bool> = (off..len).filter(|&i| keep[i]).map(|i| bits[i]).collect();
+                assert_eq!(got, want, "density {density}, offset {off}");
+                let runs: Vec<usize> = mask.set_runs().flatten().collect();
+                let set: Vec<usize> = mask.set_indices().collect();
+                assert_eq!(runs, set, "density {density}, offset {off}");
+                // Runs are maximal: each ends at a clear bit or at the end.
+                for end in mask.set_runs().map(|r| r.end) {
+                    assert!(end == mask.len() || !mask.get(end));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn builder_appends_bits_across_words() {
+        let mut b = BitmapBuilder::new();
+        let mut want = Vec::new();
+        for (bits, n) in [(0b1011u64, 4), (u64::MAX, 64), (0, 7), (0x5555, 60), (1, 1)] {
+            b.push_bits(bits, n);
+            want.extend((0..n).map(|j| (bits >> j) & 1 == 1));
+        }
+        assert_eq!(b.finish().iter().collect::<Vec<_>>(), want);
     }
 
     #[test]

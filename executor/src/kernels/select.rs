@@ -5,16 +5,20 @@ use morsel_storage::{Batch, Bitmap, Column, ColumnBuilder, PrimitiveBuilder};
 
 use crate::error::{ExecError, ExecResult};
 
-/// Keeps the rows of `batch` whose bit is set in `mask` (no copy when all pass).
+/// Keeps the rows of `batch` whose bit is set in `mask` (no copy when all pass). When most
+/// rows pass, each column is filtered word by word of the mask (runs of kept rows copied
+/// whole); when few do, their positions are listed once and gathered from every column.
 pub fn filter_batch(batch: &Batch, mask: &Bitmap) -> ExecResult<Batch> {
     let kept = mask.count_ones();
     if kept == batch.num_rows() {
         return Ok(batch.clone());
     }
-    // The kept rows' positions once, then one gather per column.
-    let mut rows = Vec::with_capacity(kept);
-    rows.extend(mask.set_indices().map(|i| i as u32));
-    let columns = batch.columns().iter().map(|c| c.take(&rows)).collect();
+    let columns = if kept * 2 >= batch.num_rows() {
+        batch.columns().iter().map(|c| c.filter(mask)).collect()
+    } else {
+        let rows: Vec<u32> = mask.set_indices().map(|i| i as u32).collect();
+        batch.columns().iter().map(|c| c.take(&rows)).collect()
+    };
     Ok(Batch::try_new(batch.schema().clone(), columns, kept)?)
 }
 

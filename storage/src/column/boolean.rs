@@ -74,6 +74,12 @@ impl BooleanColumn {
         }
     }
 
+    /// Keeps the rows whose bit is set in `mask`.
+    pub fn filter(&self, mask: &Bitmap) -> Self {
+        let validity = self.validity.as_ref().map(|v| v.filter(mask));
+        Self::new(self.values.filter(mask), validity)
+    }
+
     pub fn take(&self, indices: &[u32]) -> Self {
         let mut b = BooleanBuilder::with_capacity(indices.len());
         for &i in indices {

@@ -88,6 +88,39 @@ impl<T: NativeType> PrimitiveColumn<T> {
         }
     }
 
+    /// Keeps the rows whose bit is set in `mask`: words of the mask that are all set copy
+    /// 64 values at once, dense words write every value to a buffer on the stack and advance
+    /// by its bit (no branch), sparse ones visit their set bits.
+    pub fn filter(&self, mask: &Bitmap) -> Self {
+        assert_eq!(mask.len(), self.len(), "filter mask length must match");
+        let src = self.values();
+        let mut values = Vec::with_capacity(mask.count_ones());
+        let mut word = [T::default(); 64];
+        for wi in 0..mask.word_count() {
+            let m = mask.word(wi);
+            let base = wi * 64;
+            if m == u64::MAX {
+                values.extend_from_slice(&src[base..base + 64]);
+            } else if m.count_ones() >= 16 {
+                let end = (base + 64).min(src.len());
+                let mut n = 0;
+                for (j, &v) in src[base..end].iter().enumerate() {
+                    word[n] = v;
+                    n += ((m >> j) & 1) as usize;
+                }
+                values.extend_from_slice(&word[..n]);
+            } else {
+                let mut m = m;
+                while m != 0 {
+                    values.push(src[base + m.trailing_zeros() as usize]);
+                    m &= m - 1;
+                }
+            }
+        }
+        let validity = self.validity.as_ref().map(|v| v.filter(mask));
+        Self::new(Buffer::from_vec(values), validity)
+    }
+
     /// Gathers rows; an index of `u32::MAX` produces a null (used by outer joins).
     pub fn take(&self, indices: &[u32]) -> Self {
         let src = self.values();

@@ -79,6 +79,35 @@ impl Utf8Column {
         }
     }
 
+    /// Keeps the rows whose bit is set in `mask`: each run of kept rows is one copy of its
+    /// bytes and its offsets, shifted.
+    pub fn filter(&self, mask: &Bitmap) -> Self {
+        assert_eq!(mask.len(), self.len(), "filter mask length must match");
+        let o = self.offsets();
+        let runs = || mask.set_runs();
+        let total: i64 = runs().map(|r| o[r.end] - o[r.start]).sum();
+        let mut data = Vec::with_capacity(total as usize);
+        let mut offsets = Vec::with_capacity(mask.count_ones() + 1);
+        offsets.push(0i64);
+        for r in runs() {
+            let shift = data.len() as i64 - o[r.start];
+            data.extend_from_slice(&self.data()[o[r.start] as usize..o[r.end] as usize]);
+            offsets.extend(o[r.start + 1..=r.end].iter().map(|&x| x + shift));
+        }
+        let validity = self
+            .validity
+            .as_ref()
+            .map(|v| v.filter(mask))
+            .filter(|v| v.count_zeros() > 0);
+        // Every byte range copied is whole values of this column (valid UTF-8), laid end to
+        // end at the offsets pushed beside them.
+        Self {
+            offsets: Buffer::from_vec(offsets),
+            data: Buffer::from_vec(data),
+            validity,
+        }
+    }
+
     /// Gathers rows by index; `u32::MAX` yields a null row. The bytes are sized exactly
     /// before copying, so the buffer never grows (and is never copied) on the way.
     pub fn take(&self, indices: &[u32]) -> Self {
