@@ -44,7 +44,7 @@ fn table_output_is_aligned() {
         "{text}"
     );
     assert!(
-        text.contains("│ West    │     53 │ 9211.110999999999 │"),
+        text.contains("│ West    │     53 │          9211.111 │"),
         "{text}"
     );
     assert!(text.ends_with("4 rows\n"), "{text}");
@@ -55,7 +55,7 @@ fn csv_and_json_print_floats_in_shortest_round_trip_form() {
     let o = morsel(&["--format", "csv", QUERY], None, None);
     assert_eq!(
         stdout(&o),
-        "region,orders,revenue\nWest,53,9211.110999999999\nNorth,53,7643.101999999999\nSouth,44,5181.32\nEast,50,4476.338500000001\n"
+        "region,orders,revenue\nWest,53,9211.111\nNorth,53,7643.102000000001\nSouth,44,5181.32\nEast,50,4476.338500000001\n"
     );
     let o = morsel(
         &[

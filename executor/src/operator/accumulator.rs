@@ -1,8 +1,9 @@
 //! Aggregate states, one slot per group, updated a batch at a time with a group id per row.
 //!
-//! Float sums are added row by row in morsel order within a morsel's partial (a global
-//! aggregate's, in the fixed lane order of `kernels::reduce`), and partials are merged in
-//! morsel order, so `SUM(double)` is the same bit pattern at any thread count.
+//! Float sums are added row by row in morsel order within a morsel's partial (a batch with
+//! few groups by lanes, see `few_groups`; a global aggregate's in the fixed lane order of
+//! `kernels::reduce`), and partials are merged in morsel order, so `SUM(double)` is the same
+//! bit pattern at any thread count.
 
 use hashbrown::HashSet;
 use morsel_planner::AggFunc;

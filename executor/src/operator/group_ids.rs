@@ -188,6 +188,10 @@ pub struct MultiIds {
     columns: Vec<ValueIds>,
     groups: HashMap<u64, u32, FixedState>,
     full: bool,
+    /// With few value combinations, the group of each by [`dense_index`] (`u32::MAX`: not
+    /// seen), for the columns' value counts `dense_counts`.
+    dense: Vec<u32>,
+    dense_counts: Vec<u32>,
 }
 
 impl MultiIds {
@@ -218,19 +222,73 @@ impl MultiIds {
                 return None;
             }
         }
-        let mut encoded = Vec::new();
-        let ids = packed
+        let counts: Vec<u32> = self.columns.iter().map(|c| c.count).collect();
+        let combinations = counts
             .iter()
-            .enumerate()
-            .map(|(row, &p)| {
-                *self.groups.entry(p).or_insert_with(|| {
-                    encode_row(cols, row, &mut encoded);
-                    keys.intern(&encoded, hash_key(&encoded)).0
-                })
+            .try_fold(1usize, |n, &c| n.checked_mul(c as usize));
+        let dense = combinations.filter(|&n| n <= DENSE_GROUPS.min(rows));
+        // Few value combinations: groups are read through an array indexed by the column
+        // ids in mixed radix, filled from the map when the columns' value counts change.
+        if let Some(n) = dense {
+            if self.dense_counts != counts {
+                self.dense = vec![u32::MAX; n];
+                for (&p, &id) in &self.groups {
+                    self.dense[dense_index(p, bits, limit, &counts)] = id;
+                }
+                self.dense_counts = counts;
+            }
+        }
+        let Self {
+            groups,
+            dense: array,
+            dense_counts,
+            ..
+        } = self;
+        let mut encoded = Vec::new();
+        let mut group_of = |row: usize, p: u64| {
+            *groups.entry(p).or_insert_with(|| {
+                encode_row(cols, row, &mut encoded);
+                keys.intern(&encoded, hash_key(&encoded)).0
             })
-            .collect();
+        };
+        let rows_ids = packed.iter().enumerate();
+        let ids = if dense.is_some() {
+            rows_ids
+                .map(|(row, &p)| {
+                    let slot = &mut array[dense_index(p, bits, limit, dense_counts)];
+                    if *slot == u32::MAX {
+                        *slot = group_of(row, p);
+                    }
+                    *slot
+                })
+                .collect()
+        } else {
+            rows_ids.map(|(row, &p)| group_of(row, p)).collect()
+        };
         Some(ids)
     }
+}
+
+/// [`MultiIds`] reads groups through an array when the columns' values have at most this
+/// many combinations (and no more than the batch has rows).
+const DENSE_GROUPS: usize = 4096;
+
+/// The column ids packed in `p` (`bits` apiece, each at most `limit`) as one number in mixed
+/// radix, column k's digit running to `counts[k]`.
+#[inline]
+fn dense_index(p: u64, bits: u32, limit: u32, counts: &[u32]) -> usize {
+    if let [first, _] = counts {
+        // Two columns (the most common shape) without the loop.
+        return (p & u64::from(limit)) as usize + (p >> bits) as usize * *first as usize;
+    }
+    let mut index = 0;
+    let mut stride = 1;
+    for (k, &c) in counts.iter().enumerate() {
+        let id = (p >> (bits * k as u32)) & u64::from(limit);
+        index += id as usize * stride;
+        stride *= c as usize;
+    }
+    index
 }
 
 /// One key column's values and their small ids, in first-seen order.
@@ -264,6 +322,21 @@ impl ValueIds {
             id
         };
         match col {
+            Column::Utf8(s) if s.validity().is_none() && one_byte_each(s) => {
+                // Flags and codes: each row's byte is its value.
+                if by_byte.is_empty() {
+                    by_byte.resize(256, u32::MAX);
+                }
+                let start = s.offsets()[0] as usize;
+                let bytes = &s.data()[start..start + packed.len()];
+                for (p, &b) in packed.iter_mut().zip(bytes) {
+                    let slot = &mut by_byte[b as usize];
+                    if *slot == u32::MAX {
+                        *slot = fresh();
+                    }
+                    *p |= u64::from(*slot) << shift;
+                }
+            }
             Column::Utf8(s) => {
                 for (i, p) in packed.iter_mut().enumerate() {
                     let id = if !s.is_valid(i) {
@@ -303,6 +376,11 @@ impl ValueIds {
         // Ids run 0..count: all fit while the last one does.
         *count == 0 || *count - 1 <= limit
     }
+}
+
+/// Whether every value of `s` is one byte long.
+fn one_byte_each(s: &Utf8Column) -> bool {
+    s.offsets().windows(2).all(|w| w[1] - w[0] == 1)
 }
 
 /// Up to seven bytes and their length in one word (no two such strings share a word).
