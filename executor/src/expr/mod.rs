@@ -327,6 +327,21 @@ impl PhysExpr {
         }
     }
 
+    /// `column op constant` for a comparison of a column with a non-NULL constant (either
+    /// side), as the column's index, the operator with the column on the left, and the value.
+    pub fn column_against_constant(&self) -> Option<(usize, BinaryOp, ScalarValue)> {
+        match self {
+            PhysExpr::Binary { left, op, right } if op.is_comparison() => {
+                match (left.as_ref(), right.as_ref()) {
+                    (PhysExpr::Column(c), other) => Some((*c, *op, other.constant()?)),
+                    (other, PhysExpr::Column(c)) => Some((*c, op.swap(), other.constant()?)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// A non-NULL constant, as a value of its type.
     fn constant(&self) -> Option<ScalarValue> {
         match self {

@@ -109,6 +109,109 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
     }
 }
 
+/// Keeps the `rows` of `l` where `l op value` holds (NULL rows never do), for one non-NULL
+/// value of `l`'s type, reading `l` only at those rows; false, leaving `rows` as they are,
+/// for the types this does not cover.
+pub fn retain_scalar(op: BinaryOp, l: &Column, value: &ScalarValue, rows: &mut Vec<u32>) -> bool {
+    macro_rules! against {
+        ($a:expr, $y:expr, $cmp:expr) => {{
+            let (x, y, valid) = ($a.values(), $y, $a.validity());
+            let ok = |r: usize| valid.is_none_or(|v| v.get(r));
+            match op {
+                BinaryOp::Eq => retain(rows, |r| ok(r) && $cmp(x[r], y) == Ordering::Equal),
+                BinaryOp::NotEq => retain(rows, |r| ok(r) && $cmp(x[r], y) != Ordering::Equal),
+                BinaryOp::Lt => retain(rows, |r| ok(r) && $cmp(x[r], y) == Ordering::Less),
+                BinaryOp::LtEq => retain(rows, |r| ok(r) && $cmp(x[r], y) != Ordering::Greater),
+                BinaryOp::Gt => retain(rows, |r| ok(r) && $cmp(x[r], y) == Ordering::Greater),
+                BinaryOp::GtEq => retain(rows, |r| ok(r) && $cmp(x[r], y) != Ordering::Less),
+                _ => return false,
+            }
+            true
+        }};
+    }
+    match (l, value) {
+        (Column::Int32(a) | Column::Date32(a), ScalarValue::Int32(y) | ScalarValue::Date32(y)) => {
+            against!(a, *y, |p: i32, q: i32| p.cmp(&q))
+        }
+        (
+            Column::Int64(a) | Column::Timestamp(a),
+            ScalarValue::Int64(y) | ScalarValue::Timestamp(y),
+        ) => against!(a, *y, |p: i64, q: i64| p.cmp(&q)),
+        (Column::Float64(a), ScalarValue::Float64(y)) => against!(a, *y, cmp_f64),
+        (Column::Utf8(a), ScalarValue::Utf8(y)) if op.is_comparison() => {
+            let y = y.as_bytes();
+            retain(rows, |r| a.is_valid(r) && op.holds(a.value_bytes(r).cmp(y)));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `lo..=hi` within the values of integer type `$t`, as its first value and its width less
+/// one read as the unsigned `$u`; `None` when no value of `$t` is in it.
+macro_rules! clamp_range {
+    ($lo:expr, $hi:expr, $t:ty, $u:ty) => {{
+        let (lo, hi) = ($lo.max(<$t>::MIN as i64), $hi.min(<$t>::MAX as i64));
+        (lo <= hi).then(|| (lo as $t, (hi as i128 - lo as i128) as $u))
+    }};
+}
+
+/// `lo <= l <= hi` for an integer-like column (NULL where `l` is), one unsigned comparison
+/// per row; `None` for other types.
+pub fn int_range(l: &Column, lo: i64, hi: i64) -> Option<BooleanColumn> {
+    macro_rules! within {
+        ($a:expr, $t:ty, $u:ty) => {{
+            let x = $a.values();
+            let values = match clamp_range!(lo, hi, $t, $u) {
+                None => Bitmap::new_filled(x.len(), false),
+                Some((lo, span)) => {
+                    Bitmap::from_fn(x.len(), |i| (x[i].wrapping_sub(lo) as $u) <= span)
+                }
+            };
+            Some(BooleanColumn::new(values, $a.validity().cloned()))
+        }};
+    }
+    match l {
+        Column::Int32(a) | Column::Date32(a) => within!(a, i32, u32),
+        Column::Int64(a) | Column::Timestamp(a) => within!(a, i64, u64),
+        _ => None,
+    }
+}
+
+/// Keeps the `rows` of `l` where `lo <= l <= hi` (NULL rows never do), reading `l` only at
+/// those rows; false, leaving `rows` as they are, for columns that are not integer-like.
+pub fn retain_int_range(l: &Column, lo: i64, hi: i64, rows: &mut Vec<u32>) -> bool {
+    macro_rules! within {
+        ($a:expr, $t:ty, $u:ty) => {{
+            let (x, valid) = ($a.values(), $a.validity());
+            match clamp_range!(lo, hi, $t, $u) {
+                None => rows.clear(),
+                Some((lo, span)) => retain(rows, |r| {
+                    valid.is_none_or(|v| v.get(r)) && (x[r].wrapping_sub(lo) as $u) <= span
+                }),
+            }
+            true
+        }};
+    }
+    match l {
+        Column::Int32(a) | Column::Date32(a) => within!(a, i32, u32),
+        Column::Int64(a) | Column::Timestamp(a) => within!(a, i64, u64),
+        _ => false,
+    }
+}
+
+/// Keeps the `rows` for which `keep` holds, in order: every row is written and the end
+/// advances by the outcome (no branch per row).
+fn retain(rows: &mut Vec<u32>, keep: impl Fn(usize) -> bool) {
+    let mut n = 0;
+    for k in 0..rows.len() {
+        let r = rows[k];
+        rows[n] = r;
+        n += usize::from(keep(r as usize));
+    }
+    rows.truncate(n);
+}
+
 /// `l IN (list)` for a list of non-NULL values of `l`'s type: NULL where `l` is, else whether
 /// the row equals one of them (equal as `=` says: -0.0 equals 0.0, NaN equals NaN). `None` for
 /// the types this does not cover (the caller ORs comparisons).
@@ -208,7 +311,7 @@ mod tests {
     use morsel_planner::BinaryOp;
     use morsel_storage::{BooleanColumn, Column, PrimitiveColumn, ScalarValue, Utf8Column};
 
-    use super::{bytes_eq, compare, compare_scalar, in_list};
+    use super::{bytes_eq, compare, compare_scalar, in_list, retain_scalar};
     use crate::kernels::boolean::or;
     use crate::kernels::cast::broadcast;
 
@@ -261,6 +364,14 @@ mod tests {
                     let got = compare_scalar(op, col, value).unwrap();
                     let want = compare(op, col, &copies).unwrap();
                     assert_eq!(show(&got), show(&want), "{op:?} {value:?}");
+                    // At listed rows: the ones (of every other row) where it is true.
+                    let mut rows: Vec<u32> = (0..col.len() as u32).step_by(2).collect();
+                    assert!(retain_scalar(op, col, value, &mut rows));
+                    let kept: Vec<u32> = (0..col.len() as u32)
+                        .step_by(2)
+                        .filter(|&r| show(&want)[r as usize] == Some(true))
+                        .collect();
+                    assert_eq!(rows, kept, "{op:?} {value:?} at rows");
                 }
             }
             // IN over these constants, one at a time, all, and more than the linear scan

@@ -13,13 +13,18 @@ pub fn filter_batch(batch: &Batch, mask: &Bitmap) -> ExecResult<Batch> {
     if kept == batch.num_rows() {
         return Ok(batch.clone());
     }
-    let columns = if kept * 2 >= batch.num_rows() {
-        batch.columns().iter().map(|c| c.filter(mask)).collect()
-    } else {
+    if kept * 2 < batch.num_rows() {
         let rows: Vec<u32> = mask.set_indices().map(|i| i as u32).collect();
-        batch.columns().iter().map(|c| c.take(&rows)).collect()
-    };
+        return take_batch(batch, &rows);
+    }
+    let columns = batch.columns().iter().map(|c| c.filter(mask)).collect();
     Ok(Batch::try_new(batch.schema().clone(), columns, kept)?)
+}
+
+/// The rows of `batch` at positions `rows`, in that order.
+pub fn take_batch(batch: &Batch, rows: &[u32]) -> ExecResult<Batch> {
+    let columns = batch.columns().iter().map(|c| c.take(rows)).collect();
+    Ok(Batch::try_new(batch.schema().clone(), columns, rows.len())?)
 }
 
 /// Row i of the result is row i of `columns[choice[i]]`, or NULL when `choice[i]` is

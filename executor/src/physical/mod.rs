@@ -260,7 +260,7 @@ fn scan_pipe(
         let conjuncts = conjuncts(ctx, &pred, &scan.schema)?;
         let details = fused_details(&conjuncts);
         pipe.push(
-            Box::new(FilterOp { conjuncts }),
+            Box::new(FilterOp::new(conjuncts)),
             label(format!("Filter (pushed into the scan): {pred}"), Some(plan))
                 .with_details(details),
         );
@@ -293,7 +293,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             let conjuncts = conjuncts(ctx, predicate, input.schema())?;
             let details = fused_details(&conjuncts);
             pipe.push(
-                Box::new(FilterOp { conjuncts }),
+                Box::new(FilterOp::new(conjuncts)),
                 label(format!("Filter: {predicate}"), Some(plan)).with_details(details),
             );
             pipe
