@@ -1,5 +1,5 @@
 //! Hash join. The build side is collected and indexed once: distinct keys are interned (one
-//! integer or date key by value in a hash map, anything else as encoded bytes) and the
+//! integer or date key by value, see `join_index`; anything else as encoded bytes) and the
 //! rows of each key laid out contiguously (CSR: `starts[key]..starts[key + 1]` into `rows`), in
 //! build-row order, with no allocation per key. The probe is a streaming operator: each probe
 //! batch is matched independently, so output follows probe order and, per probe row, matches
@@ -19,148 +19,12 @@ use std::sync::Arc;
 use morsel_planner::JoinKind;
 use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
 
-use super::int_map::IntMap;
-use super::keys::{
-    for_each_int, hash_key, int_range, is_int_column, IntPacking, KeyInterner, RowKeys,
-};
+use super::join_index::{even_ranges, KeyIndex};
+use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner, RowKeys};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
 use crate::scheduler::{parallel_map, Operator, Sink};
-
-/// Distinct build keys, numbered in first-seen order (a dense index: in value order).
-enum KeyIndex {
-    /// Any keys, as encoded bytes.
-    Encoded(KeyInterner),
-    /// One integer (or date / timestamp) key: looked up by value, no encoding; where the
-    /// values span at most [`PRESENT_BITS`], a bit per value says whether a build row has
-    /// it, so most probe values without a match skip the hash lookup.
-    Int {
-        map: IntMap,
-        present: Option<ValueBits>,
-    },
-    /// One integer key whose values span a small range (at most [`DENSE_SLOTS_PER_ROW`] slots
-    /// per build row): slot `v - min` holds the key's id, `u32::MAX` where no build row has
-    /// the value. A lookup is one array read, no hashing.
-    Dense {
-        min: i64,
-        slots: Vec<u32>,
-        keys: usize,
-    },
-}
-
-/// A dense index may spend this many slots (4 bytes each) per build row.
-const DENSE_SLOTS_PER_ROW: usize = 16;
-
-/// A hashed integer index keeps a bit per value when its values span at most this many (4 MiB).
-const PRESENT_BITS: u128 = 1 << 25;
-
-/// One bit per value of `min..min + 64 * bits.len()`: set where some build row has it.
-struct ValueBits {
-    min: i64,
-    bits: Vec<u64>,
-}
-
-impl ValueBits {
-    fn new(col: &Column, min: i64, span: usize) -> Self {
-        let mut bits = vec![0u64; span.div_ceil(64)];
-        for_each_int(col, |_, v| {
-            if let Some(v) = v {
-                let o = (v - min) as usize;
-                bits[o / 64] |= 1 << (o % 64);
-            }
-        });
-        Self { min, bits }
-    }
-
-    /// Whether some build row may have `v` (false: none has).
-    #[inline]
-    fn has(&self, v: i64) -> bool {
-        // Values below `min` wrap to offsets past the end.
-        let o = v.wrapping_sub(self.min) as u64;
-        self.bits
-            .get((o / 64) as usize)
-            .is_some_and(|w| w >> (o % 64) & 1 != 0)
-    }
-}
-
-/// A dense index is always allowed this many slots, however few the rows.
-const DENSE_MIN_SLOTS: usize = 1 << 16;
-
-impl KeyIndex {
-    fn len(&self) -> usize {
-        match self {
-            KeyIndex::Encoded(k) => k.len(),
-            KeyIndex::Int { map, .. } => map.len(),
-            KeyIndex::Dense { keys, .. } => *keys,
-        }
-    }
-
-    /// Interns the integer keys of a build column: each row's key id (`u32::MAX` for NULL).
-    /// When the range is small the keys are indexed by value in an array, built on up to
-    /// `threads` workers, ids in value order; otherwise hashed, ids in first-seen order.
-    fn int_keys(col: &Column, key_of_row: &mut [u32], threads: usize) -> (KeyIndex, bool) {
-        let has_null = col.null_count() > 0;
-        let range = int_range(col);
-        let rows = key_of_row.len();
-        let span = range.map_or(0, |(lo, hi)| (hi as i128 - lo as i128 + 1) as u128);
-        let budget = (rows * DENSE_SLOTS_PER_ROW).max(DENSE_MIN_SLOTS);
-        if span <= budget as u128 {
-            let min = range.map_or(0, |(lo, _)| lo);
-            let (slots, keys) = dense_slots(col, min, span as usize, key_of_row, threads);
-            return (KeyIndex::Dense { min, slots, keys }, has_null);
-        }
-        // Room for every row's key up front (up to 4M): growing by rehashing cost more than
-        // the build's other steps together (Q21's 729K unique order keys).
-        let mut map = IntMap::with_capacity(rows.min(1 << 22));
-        for_each_int(col, |r, v| {
-            if let Some(v) = v {
-                let next = map.len() as u32;
-                key_of_row[r] = map.get_or_insert(v, || next);
-            }
-        });
-        let present = (span <= PRESENT_BITS).then(|| {
-            let min = range.map_or(0, |(lo, _)| lo);
-            ValueBits::new(col, min, span as usize)
-        });
-        (KeyIndex::Int { map, present }, has_null)
-    }
-
-    /// For unique keys: makes every entry hold its key's row instead of its id (an array
-    /// index by ranges on up to `threads` workers).
-    fn ids_to_rows(&mut self, rows: &[u32], threads: usize) {
-        match self {
-            KeyIndex::Int { map, .. } => map.ids_mut().for_each(|v| *v = rows[*v as usize]),
-            KeyIndex::Dense { slots, .. } => {
-                let per_task = slots.len().div_ceil(threads.max(1)).max(1);
-                parallel_map(threads, slots.chunks_mut(per_task).collect(), |_, chunk| {
-                    chunk
-                        .iter_mut()
-                        .filter(|v| **v != u32::MAX)
-                        .for_each(|v| *v = rows[*v as usize])
-                });
-            }
-            KeyIndex::Encoded(_) => {}
-        }
-    }
-
-    /// How keys are looked up, for EXPLAIN ANALYZE.
-    fn describe(&self) -> String {
-        match self {
-            KeyIndex::Encoded(_) => "hashed as encoded bytes".into(),
-            KeyIndex::Int { present: None, .. } => "hashed by integer value".into(),
-            KeyIndex::Int {
-                present: Some(p), ..
-            } => format!(
-                "hashed by integer value, a bit per value in a range of {}",
-                p.bits.len() * 64
-            ),
-            KeyIndex::Dense { slots, .. } => {
-                format!("indexed by value (an array of {} slots)", slots.len())
-            }
-        }
-    }
-}
 
 /// The indexed build side.
 pub struct JoinTable {
@@ -248,13 +112,7 @@ impl JoinTable {
 
     /// Memory held: the build rows (their values) and the index over them.
     pub fn heap_bytes(&self) -> usize {
-        let index = match &self.keys {
-            KeyIndex::Encoded(k) => k.heap_bytes(),
-            KeyIndex::Int { map, present } => {
-                map.heap_bytes() + present.as_ref().map_or(0, |p| p.bits.len() * 8)
-            }
-            KeyIndex::Dense { slots, .. } => slots.capacity() * 4,
-        };
+        let index = self.keys.heap_bytes();
         self.build.window_bytes() + index + (self.starts.capacity() + self.rows.capacity()) * 4
     }
 
@@ -345,6 +203,14 @@ impl JoinTable {
                 }
                 None => self.probe_ints(one, |v| map.get(v), &mut p, &mut b),
             },
+            (KeyIndex::Ranked { bits, ranks }, [one]) if is_int_column(one) => {
+                if self.unique {
+                    let find = |v| bits.rank(ranks, v).map(|id| self.rows[id as usize]);
+                    self.probe_ints(one, find, &mut p, &mut b)
+                } else {
+                    self.probe_ints(one, |v| bits.rank(ranks, v), &mut p, &mut b)
+                }
+            }
             (KeyIndex::Encoded(keys), _) => {
                 let encoded = RowKeys::encode(cols, n);
                 for i in 0..n {
@@ -394,87 +260,6 @@ impl JoinTable {
         });
         null_key
     }
-}
-
-/// A dense index over integer keys `min..min + span`: slot `v - min` holds value `v`'s id
-/// (ids in value order), `u32::MAX` where no row has it; each row's id goes to `key_of_row`.
-/// Returns the slots and the number of distinct keys. The slots are split into one range per
-/// worker (each marks the values of its range, then numbers them from its range's base), and
-/// the rows into chunks, so the result is the same on any number of workers.
-fn dense_slots(
-    col: &Column,
-    min: i64,
-    span: usize,
-    key_of_row: &mut [u32],
-    threads: usize,
-) -> (Vec<u32>, usize) {
-    // Zeroed (0: no row has the value) memory comes untouched from the system, so the
-    // workers touch its pages each in its own range.
-    let mut slots = vec![0u32; span];
-    let mut ranges = Vec::new();
-    let mut rest = slots.as_mut_slice();
-    for (lo, hi) in even_ranges(span, threads) {
-        let (range, after) = rest.split_at_mut(hi - lo);
-        ranges.push((lo, range));
-        rest = after;
-    }
-    // Mark each range's values (1), counting them.
-    let marked = parallel_map(threads, ranges, |_, (lo, range)| {
-        let mut distinct = 0u32;
-        for_each_int(col, |_, v| {
-            // Values below the range wrap to offsets past its end.
-            if let Some(slot) = v.and_then(|v| range.get_mut(((v - min) as usize).wrapping_sub(lo)))
-            {
-                distinct += u32::from(*slot == 0);
-                *slot = 1;
-            }
-        });
-        (range, distinct)
-    });
-    let keys: u32 = marked.iter().map(|(_, d)| d).sum();
-    let mut base = 0u32;
-    let numbered: Vec<(u32, &mut [u32])> = marked
-        .into_iter()
-        .map(|(range, distinct)| {
-            let b = base;
-            base += distinct;
-            (b, range)
-        })
-        .collect();
-    parallel_map(threads, numbered, |_, (base, range)| {
-        let mut id = base;
-        for slot in range.iter_mut() {
-            if *slot == 0 {
-                *slot = u32::MAX;
-            } else {
-                *slot = id;
-                id += 1;
-            }
-        }
-    });
-    // Every row's id, a chunk of rows per task.
-    const ROWS_PER_TASK: usize = 1 << 16;
-    let chunks: Vec<(usize, &mut [u32])> = key_of_row
-        .chunks_mut(ROWS_PER_TASK)
-        .enumerate()
-        .map(|(i, c)| (i * ROWS_PER_TASK, c))
-        .collect();
-    let slots_ref = &slots;
-    parallel_map(threads, chunks, |_, (offset, chunk)| {
-        let part = col.slice(offset, chunk.len());
-        for_each_int(&part, |r, v| {
-            if let Some(v) = v {
-                chunk[r] = slots_ref[(v - min) as usize];
-            }
-        });
-    });
-    (slots, keys as usize)
-}
-
-/// `0..n` cut into one range per worker (at least one range), as even as they come.
-fn even_ranges(n: usize, threads: usize) -> impl Iterator<Item = (usize, usize)> {
-    let parts = threads.clamp(1, n.max(1));
-    (0..parts).map(move |t| (n * t / parts, n * (t + 1) / parts))
 }
 
 /// The build rows of each key id, in build order, as CSR: key `k`'s rows are
@@ -1034,22 +819,24 @@ mod tests {
     #[test]
     fn integer_keys_match_a_nested_loop_whether_indexed_by_value_or_hashed() {
         let mut r = Rng(11);
-        // (spread between distinct values, offset): small spreads index by value, larger
-        // ones hash with a bit per value in the range, the largest hash alone; negative
-        // offsets and probe values outside the range are included.
+        // (spread between distinct values, offset): small spreads index by value in an
+        // array, larger ones by a bit per value and its rank, larger still hash with a bit
+        // per value in the range, the largest hash alone; negative offsets and probe values
+        // outside the range are included.
         let spreads = [
             (1i64, 0i64),
             (3, -500),
+            (200, 3),
             (1000, -7),
             (1 << 40, 7),
             (1, i64::MIN / 2),
         ];
         for (spread, offset) in spreads {
             for unique in [true, false] {
-                let n = 300;
+                let n = 400;
                 let mut build: Vec<Option<i64>> = (0..n)
                     .map(|i| {
-                        let v = if unique { i } else { r.below(100) as i64 };
+                        let v = if unique { i } else { r.below(n as u64) as i64 };
                         (r.below(10) != 0).then_some(offset + v * spread)
                     })
                     .collect();
@@ -1064,7 +851,8 @@ mod tests {
                     .collect();
                 let (kind, got) = pairs(&build, &probe);
                 let want_kind = match spread {
-                    ..1000 => "indexed by value",
+                    ..200 => "indexed by value (an array",
+                    200 => "indexed by value (a bit per value",
                     1000 => "hashed by integer value, a bit per value",
                     _ => "hashed by integer value",
                 };

@@ -11,6 +11,7 @@ mod group_ids;
 mod group_partitions;
 pub mod hash_join;
 mod int_map;
+mod join_index;
 pub mod keys;
 pub mod limit;
 mod par_sort;

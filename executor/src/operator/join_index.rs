@@ -1,0 +1,298 @@
+//! The join table's index of distinct integer build keys, by value: an array indexed by
+//! value when the values span a small range ([`KeyIndex::Dense`]), a bit per value with a
+//! running count per word when they span a larger one ([`KeyIndex::Ranked`]), a hash map
+//! otherwise ([`KeyIndex::Int`]); other keys are interned as encoded bytes.
+
+use morsel_storage::Column;
+
+use super::int_map::IntMap;
+use super::keys::{for_each_int, int_range, KeyInterner};
+use crate::scheduler::parallel_map;
+
+/// Distinct build keys, numbered in first-seen order (a dense index: in value order).
+pub(super) enum KeyIndex {
+    /// Any keys, as encoded bytes.
+    Encoded(KeyInterner),
+    /// One integer (or date / timestamp) key: looked up by value, no encoding; where the
+    /// values span at most [`PRESENT_BITS`], a bit per value says whether a build row has
+    /// it, so most probe values without a match skip the hash lookup.
+    Int {
+        map: IntMap,
+        present: Option<ValueBits>,
+    },
+    /// One integer key whose values span a small range (at most [`DENSE_SLOTS_PER_ROW`] slots
+    /// per build row): slot `v - min` holds the key's id, `u32::MAX` where no build row has
+    /// the value. A lookup is one array read, no hashing.
+    Dense {
+        min: i64,
+        slots: Vec<u32>,
+        keys: usize,
+    },
+    /// One integer key whose values span a larger range (at most [`RANKED_BITS_PER_ROW`]
+    /// values per build row, and [`PRESENT_BITS`]): a bit per value, and per word of bits
+    /// the number of values set before it, so that a value's id is its rank among the
+    /// keys (ids in value order). A lookup reads a bit and, for a match, a count: a few
+    /// bytes per key, where a hash map's random reads would miss the cache.
+    Ranked { bits: ValueBits, ranks: Vec<u32> },
+}
+
+/// A ranked index may span this many values per build row (3 bytes per 16 values).
+const RANKED_BITS_PER_ROW: usize = 256;
+
+/// A dense index may spend this many slots (4 bytes each) per build row.
+const DENSE_SLOTS_PER_ROW: usize = 16;
+
+/// A hashed integer index keeps a bit per value when its values span at most this many (4 MiB).
+const PRESENT_BITS: u128 = 1 << 25;
+
+/// One bit per value of `min..min + 64 * bits.len()`: set where some build row has it.
+pub(super) struct ValueBits {
+    min: i64,
+    pub(super) bits: Vec<u64>,
+}
+
+impl ValueBits {
+    fn new(col: &Column, min: i64, span: usize) -> Self {
+        let mut bits = vec![0u64; span.div_ceil(64)];
+        for_each_int(col, |_, v| {
+            if let Some(v) = v {
+                let o = (v - min) as usize;
+                bits[o / 64] |= 1 << (o % 64);
+            }
+        });
+        Self { min, bits }
+    }
+
+    /// Whether some build row may have `v` (false: none has).
+    #[inline]
+    pub(super) fn has(&self, v: i64) -> bool {
+        // Values below `min` wrap to offsets past the end.
+        let o = v.wrapping_sub(self.min) as u64;
+        self.bits
+            .get((o / 64) as usize)
+            .is_some_and(|w| w >> (o % 64) & 1 != 0)
+    }
+
+    /// Value `v`'s rank among the values set, `ranks` holding the number set before each
+    /// word; `None` when it is not set.
+    #[inline]
+    pub(super) fn rank(&self, ranks: &[u32], v: i64) -> Option<u32> {
+        let o = v.wrapping_sub(self.min) as u64;
+        let w = (o / 64) as usize;
+        let word = *self.bits.get(w)?;
+        let below = word & ((1u64 << (o % 64)) - 1);
+        (word >> (o % 64) & 1 != 0).then(|| ranks[w] + below.count_ones())
+    }
+
+    /// The number of values set before each word.
+    fn ranks(&self) -> Vec<u32> {
+        let mut before = 0u32;
+        self.bits
+            .iter()
+            .map(|w| {
+                let r = before;
+                before += w.count_ones();
+                r
+            })
+            .collect()
+    }
+}
+
+/// A dense index is always allowed this many slots, however few the rows.
+const DENSE_MIN_SLOTS: usize = 1 << 16;
+
+impl KeyIndex {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            KeyIndex::Encoded(k) => k.len(),
+            KeyIndex::Int { map, .. } => map.len(),
+            KeyIndex::Dense { keys, .. } => *keys,
+            KeyIndex::Ranked { bits, ranks } => {
+                ranks.last().map_or(0, |&r| r as usize)
+                    + bits.bits.last().map_or(0, |w| w.count_ones() as usize)
+            }
+        }
+    }
+
+    /// Interns the integer keys of a build column: each row's key id (`u32::MAX` for NULL).
+    /// When the range is small the keys are indexed by value in an array, built on up to
+    /// `threads` workers, ids in value order; otherwise hashed, ids in first-seen order.
+    pub(super) fn int_keys(
+        col: &Column,
+        key_of_row: &mut [u32],
+        threads: usize,
+    ) -> (KeyIndex, bool) {
+        let has_null = col.null_count() > 0;
+        let range = int_range(col);
+        let rows = key_of_row.len();
+        let span = range.map_or(0, |(lo, hi)| (hi as i128 - lo as i128 + 1) as u128);
+        let budget = (rows * DENSE_SLOTS_PER_ROW).max(DENSE_MIN_SLOTS);
+        if span <= budget as u128 {
+            let min = range.map_or(0, |(lo, _)| lo);
+            let (slots, keys) = dense_slots(col, min, span as usize, key_of_row, threads);
+            return (KeyIndex::Dense { min, slots, keys }, has_null);
+        }
+        let min = range.map_or(0, |(lo, _)| lo);
+        if span <= PRESENT_BITS && span <= (rows * RANKED_BITS_PER_ROW) as u128 {
+            let bits = ValueBits::new(col, min, span as usize);
+            let ranks = bits.ranks();
+            key_ids_by_chunks(col, key_of_row, threads, |v| bits.rank(&ranks, v));
+            return (KeyIndex::Ranked { bits, ranks }, has_null);
+        }
+        // Room for every row's key up front (up to 4M): growing by rehashing cost more than
+        // the build's other steps together (Q21's 729K unique order keys).
+        let mut map = IntMap::with_capacity(rows.min(1 << 22));
+        for_each_int(col, |r, v| {
+            if let Some(v) = v {
+                let next = map.len() as u32;
+                key_of_row[r] = map.get_or_insert(v, || next);
+            }
+        });
+        let present = (span <= PRESENT_BITS).then(|| ValueBits::new(col, min, span as usize));
+        (KeyIndex::Int { map, present }, has_null)
+    }
+
+    /// For unique keys: makes every entry hold its key's row instead of its id (an array
+    /// index by ranges on up to `threads` workers). A ranked index keeps ids (its entries
+    /// are counts): its lookups read the row of an id.
+    pub(super) fn ids_to_rows(&mut self, rows: &[u32], threads: usize) {
+        match self {
+            KeyIndex::Int { map, .. } => map.ids_mut().for_each(|v| *v = rows[*v as usize]),
+            KeyIndex::Dense { slots, .. } => {
+                let per_task = slots.len().div_ceil(threads.max(1)).max(1);
+                parallel_map(threads, slots.chunks_mut(per_task).collect(), |_, chunk| {
+                    chunk
+                        .iter_mut()
+                        .filter(|v| **v != u32::MAX)
+                        .for_each(|v| *v = rows[*v as usize])
+                });
+            }
+            KeyIndex::Encoded(_) | KeyIndex::Ranked { .. } => {}
+        }
+    }
+
+    /// How keys are looked up, for EXPLAIN ANALYZE.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            KeyIndex::Encoded(_) => "hashed as encoded bytes".into(),
+            KeyIndex::Int { present: None, .. } => "hashed by integer value".into(),
+            KeyIndex::Int {
+                present: Some(p), ..
+            } => format!(
+                "hashed by integer value, a bit per value in a range of {}",
+                p.bits.len() * 64
+            ),
+            KeyIndex::Dense { slots, .. } => {
+                format!("indexed by value (an array of {} slots)", slots.len())
+            }
+            KeyIndex::Ranked { bits, .. } => format!(
+                "indexed by value (a bit per value in a range of {}, ranked)",
+                bits.bits.len() * 64
+            ),
+        }
+    }
+
+    /// Memory held by the index.
+    pub(super) fn heap_bytes(&self) -> usize {
+        match self {
+            KeyIndex::Encoded(k) => k.heap_bytes(),
+            KeyIndex::Int { map, present } => {
+                map.heap_bytes() + present.as_ref().map_or(0, |p| p.bits.len() * 8)
+            }
+            KeyIndex::Dense { slots, .. } => slots.capacity() * 4,
+            KeyIndex::Ranked { bits, ranks } => bits.bits.len() * 8 + ranks.len() * 4,
+        }
+    }
+}
+
+/// A dense index over integer keys `min..min + span`: slot `v - min` holds value `v`'s id
+/// (ids in value order), `u32::MAX` where no row has it; each row's id goes to `key_of_row`.
+/// Returns the slots and the number of distinct keys. The slots are split into one range per
+/// worker (each marks the values of its range, then numbers them from its range's base), and
+/// the rows into chunks, so the result is the same on any number of workers.
+fn dense_slots(
+    col: &Column,
+    min: i64,
+    span: usize,
+    key_of_row: &mut [u32],
+    threads: usize,
+) -> (Vec<u32>, usize) {
+    // Zeroed (0: no row has the value) memory comes untouched from the system, so the
+    // workers touch its pages each in its own range.
+    let mut slots = vec![0u32; span];
+    let mut ranges = Vec::new();
+    let mut rest = slots.as_mut_slice();
+    for (lo, hi) in even_ranges(span, threads) {
+        let (range, after) = rest.split_at_mut(hi - lo);
+        ranges.push((lo, range));
+        rest = after;
+    }
+    // Mark each range's values (1), counting them.
+    let marked = parallel_map(threads, ranges, |_, (lo, range)| {
+        let mut distinct = 0u32;
+        for_each_int(col, |_, v| {
+            // Values below the range wrap to offsets past its end.
+            if let Some(slot) = v.and_then(|v| range.get_mut(((v - min) as usize).wrapping_sub(lo)))
+            {
+                distinct += u32::from(*slot == 0);
+                *slot = 1;
+            }
+        });
+        (range, distinct)
+    });
+    let keys: u32 = marked.iter().map(|(_, d)| d).sum();
+    let mut base = 0u32;
+    let numbered: Vec<(u32, &mut [u32])> = marked
+        .into_iter()
+        .map(|(range, distinct)| {
+            let b = base;
+            base += distinct;
+            (b, range)
+        })
+        .collect();
+    parallel_map(threads, numbered, |_, (base, range)| {
+        let mut id = base;
+        for slot in range.iter_mut() {
+            if *slot == 0 {
+                *slot = u32::MAX;
+            } else {
+                *slot = id;
+                id += 1;
+            }
+        }
+    });
+    let slots_ref = &slots;
+    key_ids_by_chunks(col, key_of_row, threads, |v| {
+        Some(slots_ref[(v - min) as usize])
+    });
+    (slots, keys as usize)
+}
+
+/// Every non-NULL row's key id, `id(value)`, into `key_of_row`, a chunk of rows per task.
+fn key_ids_by_chunks(
+    col: &Column,
+    key_of_row: &mut [u32],
+    threads: usize,
+    id: impl Fn(i64) -> Option<u32> + Sync,
+) {
+    const ROWS_PER_TASK: usize = 1 << 16;
+    let chunks: Vec<(usize, &mut [u32])> = key_of_row
+        .chunks_mut(ROWS_PER_TASK)
+        .enumerate()
+        .map(|(i, c)| (i * ROWS_PER_TASK, c))
+        .collect();
+    parallel_map(threads, chunks, |_, (offset, chunk)| {
+        let part = col.slice(offset, chunk.len());
+        for_each_int(&part, |r, v| {
+            if let Some(id) = v.and_then(&id) {
+                chunk[r] = id;
+            }
+        });
+    });
+}
+
+/// `0..n` cut into one range per worker (at least one range), as even as they come.
+pub(super) fn even_ranges(n: usize, threads: usize) -> impl Iterator<Item = (usize, usize)> {
+    let parts = threads.clamp(1, n.max(1));
+    (0..parts).map(move |t| (n * t / parts, n * (t + 1) / parts))
+}
