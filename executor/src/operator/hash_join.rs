@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use morsel_planner::JoinKind;
-use morsel_storage::{Batch, BooleanColumn, Column, SchemaRef};
+use morsel_storage::{Batch, BooleanColumn, Column, NativeType, PrimitiveColumn, SchemaRef};
 
 use super::join_index::{even_ranges, KeyIndex};
 use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner, RowKeys};
@@ -239,7 +239,7 @@ impl JoinTable {
 
     /// The pairs of the probe rows of integer column `col`, whose key ids `find` looks up
     /// (with unique keys, the build rows), appended to `p` and `b`. Returns which probe rows
-    /// have a NULL key.
+    /// have a NULL key. One loop per column type, the lookup inlined in it.
     #[inline]
     fn probe_ints(
         &self,
@@ -248,17 +248,37 @@ impl JoinTable {
         p: &mut Vec<u32>,
         b: &mut Vec<u32>,
     ) -> Vec<bool> {
-        let mut null_key = vec![false; col.len()];
-        for_each_int(col, |i, v| match v.map(&find) {
-            Some(Some(row)) if self.unique => {
-                p.push(i as u32);
-                b.push(row);
+        #[inline(always)]
+        fn each<T: NativeType + Into<i64>>(
+            t: &JoinTable,
+            x: &PrimitiveColumn<T>,
+            find: impl Fn(i64) -> Option<u32>,
+            p: &mut Vec<u32>,
+            b: &mut Vec<u32>,
+        ) -> Vec<bool> {
+            let mut null_key = vec![false; x.len()];
+            let valid = x.validity();
+            for (i, &v) in x.values().iter().enumerate() {
+                if valid.is_some_and(|m| !m.get(i)) {
+                    null_key[i] = true;
+                    continue;
+                }
+                match find(v.into()) {
+                    Some(row) if t.unique => {
+                        p.push(i as u32);
+                        b.push(row);
+                    }
+                    Some(id) => t.emit(i, id, p, b),
+                    None => {}
+                }
             }
-            Some(Some(id)) => self.emit(i, id, p, b),
-            Some(None) => {}
-            None => null_key[i] = true,
-        });
-        null_key
+            null_key
+        }
+        match col {
+            Column::Int32(x) | Column::Date32(x) => each(self, x, find, p, b),
+            Column::Int64(x) | Column::Timestamp(x) => each(self, x, find, p, b),
+            other => vec![false; other.len()],
+        }
     }
 }
 
