@@ -57,6 +57,50 @@ pub trait Source: Send + Sync {
 pub trait Operator: Send + Sync {
     fn name(&self) -> &'static str;
     fn execute(&self, batch: Batch) -> ExecResult<Batch>;
+
+    /// Whether [`Operator::execute_selected`] reads a selection without gathering it first.
+    fn takes_selection(&self) -> bool {
+        false
+    }
+
+    /// Runs on the rows `input` selects; may leave its own output selected when
+    /// `next_takes_selection` (the next operator reads selections). By default the
+    /// selected rows are gathered and [`Operator::execute`] runs on them.
+    fn execute_selected(
+        &self,
+        input: Selected,
+        _next_takes_selection: bool,
+    ) -> ExecResult<Selected> {
+        Ok(Selected::all(self.execute(input.gather()?)?))
+    }
+}
+
+/// A batch and which of its rows are live: a filter lists its survivors, and an operator
+/// that reads selections (a join probe) reads the key columns at those rows only and
+/// gathers the other columns once, with its matches, instead of after the filter too.
+pub struct Selected {
+    pub batch: Batch,
+    /// The live rows' positions, increasing (`None`: every row).
+    pub rows: Option<Vec<u32>>,
+}
+
+impl Selected {
+    pub fn all(batch: Batch) -> Self {
+        Selected { batch, rows: None }
+    }
+
+    /// How many rows are live.
+    pub fn num_rows(&self) -> usize {
+        self.rows.as_ref().map_or(self.batch.num_rows(), Vec::len)
+    }
+
+    /// The live rows as a batch of their own.
+    pub fn gather(self) -> ExecResult<Batch> {
+        match self.rows {
+            None => Ok(self.batch),
+            Some(rows) => crate::kernels::select::take_batch(&self.batch, &rows),
+        }
+    }
 }
 
 /// Consumes a pipeline's output: one partial per morsel, merged in morsel order.
@@ -198,12 +242,18 @@ pub fn run_pipeline<S: Sink>(
                 t,
             );
             let mut out = Vec::with_capacity(batches.len());
-            for mut batch in batches {
+            for batch in batches {
+                let mut batch = Selected::all(batch);
                 for (i, op) in operators.iter().enumerate() {
                     let t = Instant::now();
-                    batch = op.execute(batch)?;
+                    let next_takes = operators.get(i + 1).is_some_and(|o| o.takes_selection());
+                    batch = match batch.rows {
+                        None if !next_takes => Selected::all(op.execute(batch.batch)?),
+                        _ => op.execute_selected(batch, next_takes)?,
+                    };
                     counters[i + 1].add(worker, batch.num_rows(), 1, t);
                 }
+                let batch = batch.gather()?;
                 if batch.num_rows() > 0 {
                     out.push(batch);
                 }

@@ -12,7 +12,7 @@ use morsel_storage::{Batch, Bitmap, Column, DataType, ScalarValue};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::{boolean, compare, select};
-use crate::scheduler::Operator;
+use crate::scheduler::{Operator, Selected};
 
 pub struct FilterOp {
     /// The conjuncts of `a AND b AND ...` (never empty), in order, ranges merged.
@@ -168,6 +168,18 @@ impl Selection {
         self.rows.as_ref().is_some_and(Vec::is_empty)
     }
 
+    /// The batch and its surviving rows' positions (`None`: all).
+    fn listed(self) -> (Batch, Option<Vec<u32>>) {
+        match (self.rows, self.kept) {
+            (Some(r), _) => (self.batch, Some(r)),
+            (None, Some(mask)) => (
+                self.batch,
+                Some(mask.set_indices().map(|i| i as u32).collect()),
+            ),
+            (None, None) => (self.batch, None),
+        }
+    }
+
     fn finish(self) -> ExecResult<Batch> {
         match (self.rows, self.kept) {
             (Some(r), _) => select::take_batch(&self.batch, &r),
@@ -183,6 +195,27 @@ impl Operator for FilterOp {
     }
 
     fn execute(&self, batch: Batch) -> ExecResult<Batch> {
+        self.run(batch)?.finish()
+    }
+
+    /// Leaves the survivors listed, not gathered, when the next operator reads them so.
+    fn execute_selected(
+        &self,
+        input: Selected,
+        next_takes_selection: bool,
+    ) -> ExecResult<Selected> {
+        let batch = input.gather()?;
+        if !next_takes_selection {
+            return Ok(Selected::all(self.execute(batch)?));
+        }
+        let (batch, rows) = self.run(batch)?.listed();
+        Ok(Selected { batch, rows })
+    }
+}
+
+impl FilterOp {
+    /// Runs the tests on `batch`.
+    fn run(&self, batch: Batch) -> ExecResult<Selection> {
         let mut sel = Selection {
             batch,
             kept: None,
@@ -204,7 +237,7 @@ impl Operator for FilterOp {
                 break;
             }
         }
-        sel.finish()
+        Ok(sel)
     }
 }
 
