@@ -446,3 +446,25 @@ fn clean_blocks_are_tokenized_at_once() {
     assert_eq!(answers[0], answers[1]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A memory table's filter says in which order it tests its conjuncts, with each column's
+/// selectivity on the table's sample rows.
+#[test]
+fn a_memory_scan_filter_shows_its_order() {
+    let s = Session::with_threads(2);
+    s.execute("CREATE TABLE o AS SELECT * FROM 'tests/data/orders.csv'")
+        .expect("table");
+    let text = lines(
+        &s,
+        "EXPLAIN ANALYZE SELECT count(*) FROM o WHERE amount > 5 AND person_id < 3 AND amount < 1000",
+    )
+    .join("\n");
+    assert!(
+        text.contains("tested in order of rows ruled out per cost"),
+        "{text}"
+    );
+    assert!(
+        text.contains("person_id") && text.contains("amount "),
+        "{text}"
+    );
+}

@@ -342,6 +342,38 @@ impl PhysExpr {
         }
     }
 
+    /// `column op column` for a comparison of two columns, as their indexes and the operator.
+    pub fn columns_compared(&self) -> Option<(usize, BinaryOp, usize)> {
+        match self {
+            PhysExpr::Binary { left, op, right } if op.is_comparison() => {
+                match (left.as_ref(), right.as_ref()) {
+                    (PhysExpr::Column(a), PhysExpr::Column(b)) => Some((*a, *op, *b)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// `column [NOT] IN (constants)` for a list of non-NULL constants, as the column's
+    /// index, the values and whether it is negated.
+    pub fn column_in_constants(&self) -> Option<(usize, Vec<ScalarValue>, bool)> {
+        match self {
+            PhysExpr::InList {
+                expr,
+                list,
+                negated,
+            } => match expr.as_ref() {
+                PhysExpr::Column(c) => {
+                    let values = list.iter().map(PhysExpr::constant).collect::<Option<_>>()?;
+                    Some((*c, values, *negated))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// A non-NULL constant, as a value of its type.
     fn constant(&self) -> Option<ScalarValue> {
         match self {

@@ -277,7 +277,7 @@ pub fn retain_int_range(l: &Column, lo: i64, hi: i64, rows: &mut Vec<u32>) -> bo
 
 /// Keeps the `rows` for which `keep` holds, in order: every row is written and the end
 /// advances by the outcome (no branch per row).
-fn retain(rows: &mut Vec<u32>, keep: impl Fn(usize) -> bool) {
+pub(crate) fn retain(rows: &mut Vec<u32>, keep: impl Fn(usize) -> bool) {
     let mut n = 0;
     for k in 0..rows.len() {
         let r = rows[k];
@@ -285,6 +285,115 @@ fn retain(rows: &mut Vec<u32>, keep: impl Fn(usize) -> bool) {
         n += usize::from(keep(r as usize));
     }
     rows.truncate(n);
+}
+
+/// Keeps the `rows` where `l op r` holds (NULL on either side never does), for two columns
+/// of one integer-like or float type, reading them only at those rows; false, leaving
+/// `rows` as they are, for other types.
+pub fn retain_pair(op: BinaryOp, l: &Column, r: &Column, rows: &mut Vec<u32>) -> bool {
+    macro_rules! pair {
+        ($a:expr, $b:expr, $cmp:expr) => {{
+            let (x, y) = ($a.values(), $b.values());
+            let (vx, vy) = ($a.validity(), $b.validity());
+            let ok = |i: usize| vx.is_none_or(|v| v.get(i)) && vy.is_none_or(|v| v.get(i));
+            match op {
+                BinaryOp::Eq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Equal),
+                BinaryOp::NotEq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Equal),
+                BinaryOp::Lt => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Less),
+                BinaryOp::LtEq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Greater),
+                BinaryOp::Gt => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Greater),
+                BinaryOp::GtEq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Less),
+                _ => return false,
+            }
+            true
+        }};
+    }
+    match (l, r) {
+        (Column::Int32(a), Column::Int32(b)) | (Column::Date32(a), Column::Date32(b)) => {
+            pair!(a, b, |p: i32, q: i32| p.cmp(&q))
+        }
+        (Column::Int64(a), Column::Int64(b)) | (Column::Timestamp(a), Column::Timestamp(b)) => {
+            pair!(a, b, |p: i64, q: i64| p.cmp(&q))
+        }
+        (Column::Float64(a), Column::Float64(b)) => pair!(a, b, cmp_f64),
+        _ => false,
+    }
+}
+
+/// Keeps the `rows` of `l` whose value is (or with `negated`, is not) one of `list`, non-NULL
+/// values of `l`'s type (NULL rows never are kept), reading `l` only at those rows; false,
+/// leaving `rows` as they are, for the types this does not cover.
+pub fn retain_in_list(
+    l: &Column,
+    list: &[ScalarValue],
+    negated: bool,
+    rows: &mut Vec<u32>,
+) -> bool {
+    macro_rules! member {
+        ($a:expr, $variants:pat => $v:expr) => {{
+            let Some(wanted) = list
+                .iter()
+                .map(|s| match s {
+                    $variants => Some($v),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()
+            else {
+                return false;
+            };
+            let (x, valid) = ($a.values(), $a.validity());
+            retain(rows, |r| {
+                valid.is_none_or(|v| v.get(r)) && wanted.contains(&x[r]) != negated
+            });
+            true
+        }};
+    }
+    match l {
+        Column::Int32(a) | Column::Date32(a) => {
+            member!(a, ScalarValue::Int32(v) | ScalarValue::Date32(v) => *v)
+        }
+        Column::Int64(a) | Column::Timestamp(a) => {
+            member!(a, ScalarValue::Int64(v) | ScalarValue::Timestamp(v) => *v)
+        }
+        Column::Float64(a) => {
+            // Equal as `=` says: -0.0 equals 0.0, NaN equals NaN.
+            let Some(wanted) = list
+                .iter()
+                .map(|s| match s {
+                    ScalarValue::Float64(v) => Some(*v),
+                    _ => None,
+                })
+                .collect::<Option<Vec<f64>>>()
+            else {
+                return false;
+            };
+            let (x, valid) = (a.values(), a.validity());
+            retain(rows, |r| {
+                let hit = wanted.iter().any(|w| cmp_f64(x[r], *w) == Ordering::Equal);
+                valid.is_none_or(|v| v.get(r)) && hit != negated
+            });
+            true
+        }
+        Column::Utf8(a) => {
+            let Some(wanted) = list
+                .iter()
+                .map(|s| match s {
+                    ScalarValue::Utf8(v) => Some(v.as_bytes()),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()
+            else {
+                return false;
+            };
+            let (o, data) = (a.offsets(), a.data());
+            retain(rows, |r| {
+                let v = &data[o[r] as usize..o[r + 1] as usize];
+                a.is_valid(r) && wanted.iter().any(|w| bytes_eq(w, v)) != negated
+            });
+            true
+        }
+        _ => false,
+    }
 }
 
 /// `l IN (list)` for a list of non-NULL values of `l`'s type: NULL where `l` is, else whether
@@ -387,7 +496,9 @@ mod tests {
     use morsel_planner::BinaryOp;
     use morsel_storage::{BooleanColumn, Column, PrimitiveColumn, ScalarValue, Utf8Column};
 
-    use super::{bytes_eq, compare, compare_scalar, in_list, retain_scalar};
+    use super::{
+        bytes_eq, compare, compare_scalar, in_list, retain_in_list, retain_pair, retain_scalar,
+    };
     use crate::kernels::boolean::or;
     use crate::kernels::cast::broadcast;
 
@@ -468,8 +579,77 @@ mod tests {
                     want = or(&want, &compare(BinaryOp::Eq, col, &copies).unwrap());
                 }
                 assert_eq!(show(&got), show(&want), "IN {list:?}");
+                // At listed rows, IN and NOT IN: the valid rows it is true (false) at.
+                for negated in [false, true] {
+                    let mut rows: Vec<u32> = (0..col.len() as u32).collect();
+                    assert!(retain_in_list(col, &list, negated, &mut rows));
+                    let kept: Vec<u32> = (0..col.len() as u32)
+                        .filter(|&r| show(&want)[r as usize] == Some(!negated))
+                        .collect();
+                    assert_eq!(rows, kept, "IN {list:?} negated {negated} at rows");
+                }
             }
         }
+    }
+
+    /// Comparing two columns at listed rows keeps the rows where comparing the columns
+    /// whole is true (NULL and NaN included); other pairs of types are declined.
+    #[test]
+    fn comparing_two_columns_at_rows_equals_comparing_them_whole() {
+        let a = [
+            Some(1.5),
+            None,
+            Some(f64::NAN),
+            Some(-0.0),
+            Some(2.0),
+            Some(f64::NAN),
+        ];
+        let b = [
+            Some(1.5),
+            Some(3.0),
+            Some(f64::NAN),
+            Some(0.0),
+            None,
+            Some(1.0),
+        ];
+        let ints = |x: [Option<f64>; 6]| x.map(|v| v.filter(|f| !f.is_nan()).map(|f| f as i64));
+        let pairs = [
+            (
+                Column::Float64(PrimitiveColumn::from_options(a)),
+                Column::Float64(PrimitiveColumn::from_options(b)),
+            ),
+            (
+                Column::Int64(PrimitiveColumn::from_options(ints(a))),
+                Column::Int64(PrimitiveColumn::from_options(ints(b))),
+            ),
+            (
+                Column::Date32(PrimitiveColumn::from_options(
+                    ints(a).map(|v| v.map(|x| x as i32)),
+                )),
+                Column::Date32(PrimitiveColumn::from_options(
+                    ints(b).map(|v| v.map(|x| x as i32)),
+                )),
+            ),
+        ];
+        for (l, r) in &pairs {
+            for op in BinaryOp::COMPARISONS {
+                let want = show(&compare(op, l, r).unwrap());
+                let mut rows: Vec<u32> = (0..l.len() as u32).collect();
+                assert!(retain_pair(op, l, r, &mut rows));
+                let kept: Vec<u32> = (0..l.len() as u32)
+                    .filter(|&i| want[i as usize] == Some(true))
+                    .collect();
+                assert_eq!(rows, kept, "{op:?} {}", l.data_type());
+            }
+        }
+        let mut rows = vec![0, 1];
+        assert!(!retain_pair(
+            BinaryOp::Lt,
+            &pairs[1].0,
+            &pairs[2].1,
+            &mut rows
+        ));
+        assert_eq!(rows, vec![0, 1]);
     }
 
     fn show(c: &BooleanColumn) -> Vec<Option<bool>> {

@@ -21,7 +21,10 @@ pub struct FilterOp {
 
 /// One test of the filter.
 enum Step {
-    Conjunct(PhysExpr),
+    /// A conjunct, and whether it is cheap to test on every row (numbers alone): once the
+    /// survivors are listed, a cheap one is tested on the whole batch and the listed rows
+    /// kept where it holds, where another has the survivors gathered first.
+    Conjunct(PhysExpr, bool),
     /// Two or more comparisons of column `column` with constants of type `ty`, as
     /// `lo <= column <= hi`; `conjuncts` are the comparisons, run one by one instead where
     /// the column is not of `ty`'s integer kind.
@@ -35,13 +38,14 @@ enum Step {
 }
 
 impl FilterOp {
-    /// A filter keeping the rows where all `conjuncts` are true. Integer-like comparisons
-    /// of one column merge into a range at the place of the first.
-    pub fn new(conjuncts: Vec<PhysExpr>) -> FilterOp {
+    /// A filter keeping the rows where all `conjuncts` are true, each with whether it is
+    /// cheap to test on every row (numbers alone). Integer-like comparisons of one column
+    /// merge into a range at the place of the first.
+    pub fn new(conjuncts: Vec<(PhysExpr, bool)>) -> FilterOp {
         let mut steps: Vec<Step> = Vec::new();
-        for c in conjuncts {
+        for (c, cheap) in conjuncts {
             let Some((column, ty, lo, hi)) = int_bounds(&c) else {
-                steps.push(Step::Conjunct(c));
+                steps.push(Step::Conjunct(c, cheap));
                 continue;
             };
             let same = steps.iter_mut().find_map(|s| match s {
@@ -73,7 +77,7 @@ impl FilterOp {
             .into_iter()
             .map(|s| match s {
                 Step::IntRange { mut conjuncts, .. } if conjuncts.len() == 1 => {
-                    Step::Conjunct(conjuncts.remove(0))
+                    Step::Conjunct(conjuncts.remove(0), true)
                 }
                 s => s,
             })
@@ -127,12 +131,31 @@ struct Selection {
 }
 
 impl Selection {
-    fn conjunct(&mut self, c: &PhysExpr) -> ExecResult<()> {
+    /// Tests conjunct `c`, `cheap` when it reads numbers alone.
+    fn conjunct(&mut self, c: &PhysExpr, cheap: bool) -> ExecResult<()> {
         if let Some(r) = &mut self.rows {
             if let Some((col, op, value)) = c.column_against_constant() {
                 if compare::retain_scalar(op, self.batch.column(col), &value, r) {
                     return Ok(());
                 }
+            }
+            if let Some((col, list, negated)) = c.column_in_constants() {
+                if compare::retain_in_list(self.batch.column(col), &list, negated, r) {
+                    return Ok(());
+                }
+            }
+            if let Some((a, op, b)) = c.columns_compared() {
+                let (a, b) = (self.batch.column(a), self.batch.column(b));
+                if compare::retain_pair(op, a, b, r) {
+                    return Ok(());
+                }
+            }
+            if cheap {
+                // Cheaper on every row than gathering every column at the listed ones.
+                let cond = c.evaluate(&self.batch)?;
+                let pass = boolean::as_boolean(&cond)?.true_mask();
+                compare::retain(r, |i| pass.get(i));
+                return Ok(());
             }
             self.batch = select::take_batch(&self.batch, r)?;
             self.rows = None;
@@ -228,10 +251,10 @@ impl FilterOp {
                 } if same_kind(sel.batch.column(*column), *ty) => sel.int_range(*column, *lo, *hi),
                 Step::IntRange { conjuncts, .. } => {
                     for c in conjuncts {
-                        sel.conjunct(c)?;
+                        sel.conjunct(c, true)?;
                     }
                 }
-                Step::Conjunct(c) => sel.conjunct(c)?,
+                Step::Conjunct(c, cheap) => sel.conjunct(c, *cheap)?,
             }
             if sel.none_left() {
                 break;
@@ -318,15 +341,15 @@ mod tests {
         // Integer constants against the date column (the planner casts first): not merged
         // with the date bounds, and the comparisons' own error.
         let mixed = FilterOp::new(vec![
-            compare(0, GtEq, d(-30)),
-            compare(0, Lt, i(30)),
-            compare(0, Gt, i(-5)),
+            (compare(0, GtEq, d(-30)), true),
+            (compare(0, Lt, i(30)), true),
+            (compare(0, Gt, i(-5)), true),
         ]);
         assert!(mixed.execute(batch.clone()).is_err());
         for case in cases {
             let op = FilterOp::new(
                 case.iter()
-                    .map(|(c, o, v)| compare(*c, *o, v.clone()))
+                    .map(|(c, o, v)| (compare(*c, *o, v.clone()), true))
                     .collect(),
             );
             let out = op.execute(batch.clone()).unwrap();
@@ -380,7 +403,13 @@ mod tests {
             ([(0, 900), (1, 8), (0, 100)], "selective last"),
             ([(0, 900), (1, 8), (0, -1)], "none survive"),
         ] {
-            let op = FilterOp::new(bounds.iter().map(|&(c, v)| less_than(c, v)).collect());
+            let op = FilterOp::new(
+                bounds
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(c, v))| (less_than(c, v), k % 2 == 0))
+                    .collect(),
+            );
             let out = op.execute(batch.clone()).unwrap();
             let want: Vec<i64> = (0..n as usize)
                 .filter(|&i| {

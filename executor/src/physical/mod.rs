@@ -6,11 +6,12 @@
 //! of the next pipeline. The plan is thus executed bottom-up, one pipeline at a time, each
 //! pipeline spread over all workers morsel by morsel.
 
+mod filter_order;
 mod join;
 
 use std::sync::Arc;
 
-use morsel_planner::{Expr, LogicalPlan, PlanSchema, TableSource};
+use morsel_planner::{memory_scan_filter_order, Expr, LogicalPlan, PlanSchema, TableSource};
 use morsel_storage::{Batch, Column, DataType, SchemaRef};
 
 use crate::context::{ExecContext, StageLabel};
@@ -62,21 +63,29 @@ fn conjuncts(
     ctx: &ExecContext,
     predicate: &Expr,
     schema: &PlanSchema,
-) -> ExecResult<Vec<PhysExpr>> {
+) -> ExecResult<Vec<(PhysExpr, bool)>> {
     let (numeric, rest): (Vec<Expr>, Vec<Expr>) = predicate
         .clone()
         .split_conjunction()
         .into_iter()
         .partition(|c| numeric_only(c, schema));
-    numeric
-        .iter()
-        .chain(&rest)
-        .map(|c| phys(ctx, c, schema))
+    compile_conjuncts(ctx, numeric.into_iter().chain(rest), schema)
+}
+
+/// Conjuncts compiled, each with whether it is cheap to test on every row (see `FilterOp`).
+fn compile_conjuncts(
+    ctx: &ExecContext,
+    conjuncts: impl IntoIterator<Item = Expr>,
+    schema: &PlanSchema,
+) -> ExecResult<Vec<(PhysExpr, bool)>> {
+    conjuncts
+        .into_iter()
+        .map(|c| Ok((phys(ctx, &c, schema)?, filter_order::cheap(&c, schema))))
         .collect()
 }
 
 /// Whether `e` is comparisons, arithmetic and logic over non-text columns and constants.
-fn numeric_only(e: &Expr, schema: &PlanSchema) -> bool {
+pub(super) fn numeric_only(e: &Expr, schema: &PlanSchema) -> bool {
     let not_text = |e: &Expr| e.data_type(schema).is_ok_and(|t| t != DataType::Utf8);
     match e {
         Expr::Column(_) | Expr::Literal(_) => not_text(e),
@@ -256,9 +265,12 @@ fn scan_pipe(
         ops: Vec::new(),
         schema: scan.schema.clone(),
     };
-    if let (Some(pred), TableSource::Memory(_)) = (predicate, &scan.source) {
-        let conjuncts = conjuncts(ctx, &pred, &scan.schema)?;
-        let details = fused_details(&conjuncts);
+    if let (Some(pred), TableSource::Memory(table)) = (predicate, &scan.source) {
+        let (ordered, line) =
+            filter_order::order(memory_scan_filter_order(scan, table), &scan.schema);
+        let conjuncts = compile_conjuncts(ctx, ordered, &scan.schema)?;
+        let mut details = vec![line];
+        details.extend(fused_details(conjuncts.iter().map(|(c, _)| c)));
         pipe.push(
             Box::new(FilterOp::new(conjuncts)),
             label(format!("Filter (pushed into the scan): {pred}"), Some(plan))
@@ -291,7 +303,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
         LogicalPlan::Filter { input, predicate } => {
             let mut pipe = build(input, ctx)?;
             let conjuncts = conjuncts(ctx, predicate, input.schema())?;
-            let details = fused_details(&conjuncts);
+            let details = fused_details(conjuncts.iter().map(|(c, _)| c));
             pipe.push(
                 Box::new(FilterOp::new(conjuncts)),
                 label(format!("Filter: {predicate}"), Some(plan)).with_details(details),

@@ -8,6 +8,8 @@ mod sample_filter;
 
 use std::time::{Duration, Instant};
 
+pub use sample_filter::memory_scan_filter_order;
+
 pub use rules::{
     CommonSubexpressions, DistinctAggregatesToGroupBy, FilterAggregatesByJoinKeys, PushDownFilter,
     PushDownLimit, PushDownProjection, PushDownSemiJoins, ReorderJoins, SimplifyExpressions,

@@ -27,21 +27,56 @@ pub fn memory_scan_selectivity(scan: &Scan, table: &MemTable, guess: impl Fn(&Ex
         }
     }
     for (col, conjuncts) in by_column {
-        let fraction = table.sample_fraction(col, &conjuncts, |values| {
-            let mut keep = vec![true; values.len()];
-            for c in &conjuncts {
-                for (k, x) in keep.iter_mut().zip(eval(c, values)?) {
-                    *k &= x == Some(true);
-                }
-            }
-            Some(keep)
-        });
+        let fraction = sample_fraction(table, col, &conjuncts);
         other *= match fraction {
             Some(f) => f,
             None => conjuncts.iter().map(|c| guess(c)).product(),
         };
     }
     other
+}
+
+/// The scan's filters in the order to test them: the conjuncts over one column in groups
+/// by column (ranges stay together), the groups the sample can judge first, most selective
+/// first, then the rest in their order. Each group's selectivity on the sample, `None`
+/// where the sample cannot judge it.
+pub fn memory_scan_filter_order(scan: &Scan, table: &MemTable) -> Vec<(Vec<Expr>, Option<f64>)> {
+    let mut groups: Vec<(Option<usize>, Vec<&Expr>)> = Vec::new();
+    for f in &scan.filters {
+        let col = single_column(f, scan);
+        match groups.iter_mut().find(|(c, _)| col.is_some() && *c == col) {
+            Some((_, g)) => g.push(f),
+            None => groups.push((col, vec![f])),
+        }
+    }
+    let mut judged: Vec<(Vec<Expr>, Option<f64>)> = groups
+        .into_iter()
+        .map(|(col, conjuncts)| {
+            let fraction = col.and_then(|c| sample_fraction(table, c, &conjuncts));
+            (conjuncts.into_iter().cloned().collect(), fraction)
+        })
+        .collect();
+    // Stable: unjudged groups keep their order, after the judged ones.
+    judged.sort_by(|a, b| match (a.1, b.1) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    judged
+}
+
+/// The fraction of column `col`'s sampled values that all `conjuncts` (over it alone) keep.
+fn sample_fraction(table: &MemTable, col: usize, conjuncts: &[&Expr]) -> Option<f64> {
+    table.sample_fraction(col, conjuncts, |values| {
+        let mut keep = vec![true; values.len()];
+        for c in conjuncts {
+            for (k, x) in keep.iter_mut().zip(eval(c, values)?) {
+                *k &= x == Some(true);
+            }
+        }
+        Some(keep)
+    })
 }
 
 /// The table column `e` reads, when it reads exactly one.
