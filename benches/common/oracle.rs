@@ -1,9 +1,11 @@
 //! The oracle: a row-at-a-time reference evaluator for the suite's expressions and
 //! aggregates. Obviously correct and slow. It adds floats in the engine's documented,
 //! data-determined order: within each morsel (`MORSEL_ROWS` consecutive rows of an in-memory
-//! table) sequentially per group, or for a global sum into eight lanes by row position that
-//! are then added pairwise; then the per-morsel partial results in morsel order. Every
-//! engine variant (vectorized, parallel at any thread count) must match it bit for bit.
+//! table) sequentially per group, or, when the morsel's rows fall into few groups (at most
+//! 1,024, and 16 rows per group or more), into four lanes per group by row position that are
+//! then added pairwise, or for a global sum into eight lanes by row position that are then
+//! added pairwise; then the per-morsel partial results in morsel order. Every engine variant
+//! (vectorized, parallel at any thread count) must match it bit for bit.
 
 use morsel::ScalarValue;
 use morsel_executor::MORSEL_ROWS;
@@ -109,16 +111,33 @@ pub fn group_sum(keys: &[ScalarValue], a: &[Option<f64>], with_count: bool) -> V
         let mut local: Vec<Group> = Vec::new();
         let mut local_index: std::collections::HashMap<String, usize> =
             std::collections::HashMap::new();
-        for (k, v) in chunk_keys.iter().zip(chunk_a) {
-            let slot = *local_index.entry(format!("{k:?}")).or_insert_with(|| {
-                local_order.push(k.clone());
-                local.push(Group::default());
-                local.len() - 1
-            });
+        let slots: Vec<usize> = chunk_keys
+            .iter()
+            .map(|k| {
+                *local_index.entry(format!("{k:?}")).or_insert_with(|| {
+                    local_order.push(k.clone());
+                    local.push(Group::default());
+                    local.len() - 1
+                })
+            })
+            .collect();
+        // Few groups: four lanes per group (starting at -0.0, which adds nothing), row j
+        // of the morsel into lane j % 4, the lanes added pairwise into the group's sum.
+        let few = local.len() <= 1024 && local.len() * 16 <= chunk_keys.len();
+        let mut lanes = vec![[-0.0f64; 4]; local.len()];
+        for (j, (&slot, v)) in slots.iter().zip(chunk_a).enumerate() {
             local[slot].count += 1;
             if let Some(x) = v {
-                local[slot].sum += x;
+                match few {
+                    true => lanes[slot][j % 4] += x,
+                    false => local[slot].sum += x,
+                }
                 local[slot].seen = true;
+            }
+        }
+        if few {
+            for (g, l) in local.iter_mut().zip(&lanes) {
+                g.sum += (l[0] + l[1]) + (l[2] + l[3]);
             }
         }
         for (k, g) in local_order.iter().zip(local) {
