@@ -175,6 +175,21 @@ impl Bitmap {
         out.finish()
     }
 
+    /// The positions of the set bits, in increasing order, as row numbers (a word at a
+    /// time into a vector sized once: a filter's survivors).
+    pub fn set_positions(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.count_ones());
+        for wi in 0..self.word_count() {
+            let mut w = self.word(wi);
+            let base = (wi * 64) as u32;
+            while w != 0 {
+                out.push(base + w.trailing_zeros());
+                w &= w - 1;
+            }
+        }
+        out
+    }
+
     /// The runs of consecutive set bits as `start..end` ranges, in increasing order.
     pub fn set_runs(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         let words = self.word_count();
@@ -465,6 +480,12 @@ mod tests {
                 let runs: Vec<usize> = mask.set_runs().flatten().collect();
                 let set: Vec<usize> = mask.set_indices().collect();
                 assert_eq!(runs, set, "density {density}, offset {off}");
+                let positions: Vec<usize> = mask
+                    .set_positions()
+                    .into_iter()
+                    .map(|p| p as usize)
+                    .collect();
+                assert_eq!(positions, set, "density {density}, offset {off}");
                 // Runs are maximal: each ends at a clear bit or at the end.
                 for end in mask.set_runs().map(|r| r.end) {
                     assert!(end == mask.len() || !mask.get(end));

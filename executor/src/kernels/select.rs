@@ -14,7 +14,7 @@ pub fn filter_batch(batch: &Batch, mask: &Bitmap) -> ExecResult<Batch> {
         return Ok(batch.clone());
     }
     if kept * 2 < batch.num_rows() {
-        let rows: Vec<u32> = mask.set_indices().map(|i| i as u32).collect();
+        let rows: Vec<u32> = mask.set_positions();
         return take_batch(batch, &rows);
     }
     let columns = batch.columns().iter().map(|c| c.filter(mask)).collect();

@@ -181,7 +181,7 @@ impl Selection {
             None => mask,
         };
         if mask.count_ones() * LIST_BELOW <= self.batch.num_rows() {
-            self.rows = Some(mask.set_indices().map(|i| i as u32).collect());
+            self.rows = Some(mask.set_positions());
         } else {
             self.kept = Some(mask);
         }
@@ -195,10 +195,7 @@ impl Selection {
     fn listed(self) -> (Batch, Option<Vec<u32>>) {
         match (self.rows, self.kept) {
             (Some(r), _) => (self.batch, Some(r)),
-            (None, Some(mask)) => (
-                self.batch,
-                Some(mask.set_indices().map(|i| i as u32).collect()),
-            ),
+            (None, Some(mask)) => (self.batch, Some(mask.set_positions())),
             (None, None) => (self.batch, None),
         }
     }

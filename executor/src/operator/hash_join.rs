@@ -164,11 +164,13 @@ impl JoinTable {
 
 impl JoinTable {
     /// The (probe row, build row) pairs of `n` probe rows with key columns `cols`, appended
-    /// to `p` and `b` in probe order then build order.
+    /// to `p` and `b` in probe order then build order; with `rows`, of those rows only (a
+    /// filter's survivors: integer keys are read at them, other keys gathered first).
     fn candidates(
         &self,
         cols: &[Column],
         n: usize,
+        rows: Option<&[u32]>,
         mut p: Vec<u32>,
         mut b: Vec<u32>,
     ) -> ExecResult<Candidates> {
@@ -188,41 +190,58 @@ impl JoinTable {
                     let id = *slots.get(v.wrapping_sub(*min) as u64 as usize)?;
                     (id != u32::MAX).then_some(id)
                 };
-                self.probe_ints(one, find, &mut p, &mut b)
+                self.probe_ints(one, rows, find, &mut p, &mut b)
             }
             (KeyIndex::Int { map, present }, [one]) if is_int_column(one) => match present {
                 Some(bits) => {
                     // The keys that may match are hinted first (their misses overlap).
-                    for_each_int(one, |_, v| {
+                    let hint = |v: Option<i64>| {
                         if let Some(v) = v.filter(|&v| bits.has(v)) {
                             map.prefetch(v);
                         }
-                    });
+                    };
+                    match rows {
+                        None => for_each_int(one, |_, v| hint(v)),
+                        Some(rows) => rows.iter().for_each(|&r| hint(int_at(one, r as usize))),
+                    }
                     let find = |v| bits.has(v).then(|| map.get(v)).flatten();
-                    self.probe_ints(one, find, &mut p, &mut b)
+                    self.probe_ints(one, rows, find, &mut p, &mut b)
                 }
-                None => self.probe_ints(one, |v| map.get(v), &mut p, &mut b),
+                None => self.probe_ints(one, rows, |v| map.get(v), &mut p, &mut b),
             },
             (KeyIndex::Ranked { bits, ranks }, [one]) if is_int_column(one) => {
                 if self.unique {
                     let find = |v| bits.rank(ranks, v).map(|id| self.rows[id as usize]);
-                    self.probe_ints(one, find, &mut p, &mut b)
+                    self.probe_ints(one, rows, find, &mut p, &mut b)
                 } else {
-                    self.probe_ints(one, |v| bits.rank(ranks, v), &mut p, &mut b)
+                    self.probe_ints(one, rows, |v| bits.rank(ranks, v), &mut p, &mut b)
                 }
             }
             (KeyIndex::Encoded(keys), _) => {
-                let encoded = RowKeys::encode(cols, n);
-                for i in 0..n {
+                let gathered: Vec<Column>;
+                let (cols, count) = match rows {
+                    Some(r) => {
+                        gathered = cols.iter().map(|c| c.take(r)).collect();
+                        (&gathered[..], r.len())
+                    }
+                    None => (cols, n),
+                };
+                let encoded = RowKeys::encode(cols, count);
+                for i in 0..count {
                     if encoded.has_null[i] {
                         continue;
                     }
                     let k = encoded.key(i);
                     if let Some(id) = keys.find(k, hash_key(k)) {
-                        self.emit(i, id, &mut p, &mut b);
+                        let row = rows.map_or(i, |r| r[i] as usize);
+                        self.emit(row, id, &mut p, &mut b);
                     }
                 }
-                encoded.has_null
+                match rows {
+                    None => encoded.has_null,
+                    // NULL keys only matter to anti and mark joins, which read no selection.
+                    Some(_) => vec![false; n],
+                }
             }
             _ => {
                 return Err(crate::error::ExecError::Internal(
@@ -237,13 +256,15 @@ impl JoinTable {
         })
     }
 
-    /// The pairs of the probe rows of integer column `col`, whose key ids `find` looks up
-    /// (with unique keys, the build rows), appended to `p` and `b`. Returns which probe rows
-    /// have a NULL key. One loop per column type, the lookup inlined in it.
+    /// The pairs of the probe rows of integer column `col` (with `rows`, of those rows
+    /// only), whose key ids `find` looks up (with unique keys, the build rows), appended to
+    /// `p` and `b`. Returns which probe rows have a NULL key. One loop per column type, the
+    /// lookup inlined in it.
     #[inline]
     fn probe_ints(
         &self,
         col: &Column,
+        rows: Option<&[u32]>,
         find: impl Fn(i64) -> Option<u32>,
         p: &mut Vec<u32>,
         b: &mut Vec<u32>,
@@ -252,33 +273,50 @@ impl JoinTable {
         fn each<T: NativeType + Into<i64>>(
             t: &JoinTable,
             x: &PrimitiveColumn<T>,
+            rows: Option<&[u32]>,
             find: impl Fn(i64) -> Option<u32>,
             p: &mut Vec<u32>,
             b: &mut Vec<u32>,
         ) -> Vec<bool> {
             let mut null_key = vec![false; x.len()];
-            let valid = x.validity();
-            for (i, &v) in x.values().iter().enumerate() {
-                if valid.is_some_and(|m| !m.get(i)) {
-                    null_key[i] = true;
-                    continue;
-                }
-                match find(v.into()) {
-                    Some(row) if t.unique => {
-                        p.push(i as u32);
-                        b.push(row);
+            let (values, valid) = (x.values(), x.validity());
+            macro_rules! probe_row {
+                ($i:expr) => {{
+                    let i = $i;
+                    if valid.is_some_and(|m| !m.get(i)) {
+                        null_key[i] = true;
+                    } else {
+                        match find(values[i].into()) {
+                            Some(row) if t.unique => {
+                                p.push(i as u32);
+                                b.push(row);
+                            }
+                            Some(id) => t.emit(i, id, p, b),
+                            None => {}
+                        }
                     }
-                    Some(id) => t.emit(i, id, p, b),
-                    None => {}
-                }
+                }};
+            }
+            match rows {
+                None => (0..values.len()).for_each(|i| probe_row!(i)),
+                Some(rows) => rows.iter().for_each(|&r| probe_row!(r as usize)),
             }
             null_key
         }
         match col {
-            Column::Int32(x) | Column::Date32(x) => each(self, x, find, p, b),
-            Column::Int64(x) | Column::Timestamp(x) => each(self, x, find, p, b),
+            Column::Int32(x) | Column::Date32(x) => each(self, x, rows, find, p, b),
+            Column::Int64(x) | Column::Timestamp(x) => each(self, x, rows, find, p, b),
             other => vec![false; other.len()],
         }
+    }
+}
+
+/// Row `i` of an integer-like column, widened (`None` for NULL or another type).
+fn int_at(col: &Column, i: usize) -> Option<i64> {
+    match col {
+        Column::Int32(x) | Column::Date32(x) => x.get(i).map(i64::from),
+        Column::Int64(x) | Column::Timestamp(x) => x.get(i),
+        _ => None,
     }
 }
 
@@ -405,7 +443,9 @@ impl MarkSink {
             .iter()
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
-        let found = self.table.candidates(&cols, n, Vec::new(), Vec::new())?;
+        let found = self
+            .table
+            .candidates(&cols, n, None, Vec::new(), Vec::new())?;
         let (right, left) = (found.probe, found.build);
         if right.is_empty() {
             return Ok(());
@@ -521,7 +561,7 @@ impl HashProbeOp {
             .iter()
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
-        self.table.candidates(&cols, n, p, b)
+        self.table.candidates(&cols, n, None, p, b)
     }
 
     fn assemble(
@@ -597,29 +637,26 @@ impl Operator for HashProbeOp {
         let cols = self
             .probe_keys
             .iter()
-            .map(|e| Ok(e.evaluate(&batch)?.take(&rows)))
+            .map(|e| e.evaluate(&batch))
             .collect::<ExecResult<Vec<_>>>()?;
-        let n = rows.len();
-        let found =
-            self.table
-                .candidates(&cols, n, Vec::with_capacity(n), Vec::with_capacity(n))?;
+        let (n, room) = (batch.num_rows(), rows.len());
+        let found = self.table.candidates(
+            &cols,
+            n,
+            Some(&rows),
+            Vec::with_capacity(room),
+            Vec::with_capacity(room),
+        )?;
+        // The pairs' probe rows are rows of `batch`, in its order.
         let (p, b) = (found.probe, found.build);
         let out = match self.kind {
             JoinKind::Semi => {
-                let m = Self::has_match(n, &p);
-                let kept: Vec<u32> = rows
-                    .iter()
-                    .zip(m)
-                    .filter(|(_, m)| *m)
-                    .map(|(&r, _)| r)
-                    .collect();
+                let mut kept = p;
+                kept.dedup();
                 let columns = batch.columns().iter().map(|c| c.take(&kept)).collect();
                 Batch::try_new(self.schema.clone(), columns, kept.len())?
             }
-            _ => {
-                let p: Vec<u32> = p.iter().map(|&i| rows[i as usize]).collect();
-                self.assemble(&batch, &p, &b, &self.schema)?
-            }
+            _ => self.assemble(&batch, &p, &b, &self.schema)?,
         };
         Ok(Selected::all(out))
     }
@@ -923,6 +960,7 @@ mod tests {
                         keys[1].evaluate(&pairs_batch(&probe)).unwrap(),
                     ],
                     probe.len(),
+                    None,
                     Vec::new(),
                     Vec::new(),
                 )

@@ -275,7 +275,7 @@ mod tests {
                 .collect();
             for off in [0, 1, 64, 100] {
                 let mask = Bitmap::from_bools(keep.iter().copied()).slice(off, n - off);
-                let rows: Vec<u32> = mask.set_indices().map(|i| i as u32).collect();
+                let rows: Vec<u32> = mask.set_positions();
                 for col in &columns {
                     let col = col.slice(off, n - off);
                     let got = col.filter(&mask);
