@@ -134,6 +134,26 @@ macro_rules! prim {
     }};
 }
 
+/// `$against!(values, constant, comparator)` for a number or date column `$l` and a constant
+/// `$value` of its type (`$otherwise` for any other pair): the typed arms the kernels that
+/// compare a column with a constant share.
+macro_rules! number_against_constant {
+    ($l:expr, $value:expr, $against:ident, $otherwise:expr) => {
+        match ($l, $value) {
+            (
+                Column::Int32(a) | Column::Date32(a),
+                ScalarValue::Int32(y) | ScalarValue::Date32(y),
+            ) => $against!(a, *y, |p: i32, q: i32| p.cmp(&q)),
+            (
+                Column::Int64(a) | Column::Timestamp(a),
+                ScalarValue::Int64(y) | ScalarValue::Timestamp(y),
+            ) => $against!(a, *y, |p: i64, q: i64| p.cmp(&q)),
+            (Column::Float64(a), ScalarValue::Float64(y)) => $against!(a, *y, cmp_f64),
+            _ => $otherwise,
+        }
+    };
+}
+
 /// `l op value` for one non-NULL value of `l`'s type, without a column of copies of it (one
 /// loop per operator); `None` for the types this does not cover (the caller broadcasts).
 pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<BooleanColumn> {
@@ -154,14 +174,6 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
         }};
     }
     match (l, value) {
-        (Column::Int32(a) | Column::Date32(a), ScalarValue::Int32(y) | ScalarValue::Date32(y)) => {
-            against!(a, *y, |p: i32, q: i32| p.cmp(&q))
-        }
-        (
-            Column::Int64(a) | Column::Timestamp(a),
-            ScalarValue::Int64(y) | ScalarValue::Timestamp(y),
-        ) => against!(a, *y, |p: i64, q: i64| p.cmp(&q)),
-        (Column::Float64(a), ScalarValue::Float64(y)) => against!(a, *y, cmp_f64),
         (Column::Utf8(a), ScalarValue::Utf8(y)) => {
             let y = y.as_bytes();
             let n = a.len();
@@ -174,7 +186,7 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
             };
             Some(BooleanColumn::new(values, a.validity().cloned()))
         }
-        _ => None,
+        _ => number_against_constant!(l, value, against, None),
     }
 }
 
@@ -199,14 +211,6 @@ pub fn retain_scalar(op: BinaryOp, l: &Column, value: &ScalarValue, rows: &mut V
         }};
     }
     match (l, value) {
-        (Column::Int32(a) | Column::Date32(a), ScalarValue::Int32(y) | ScalarValue::Date32(y)) => {
-            against!(a, *y, |p: i32, q: i32| p.cmp(&q))
-        }
-        (
-            Column::Int64(a) | Column::Timestamp(a),
-            ScalarValue::Int64(y) | ScalarValue::Timestamp(y),
-        ) => against!(a, *y, |p: i64, q: i64| p.cmp(&q)),
-        (Column::Float64(a), ScalarValue::Float64(y)) => against!(a, *y, cmp_f64),
         (Column::Utf8(a), ScalarValue::Utf8(y)) if op.is_comparison() => {
             let y = y.as_bytes();
             let (o, data, t) = (a.offsets(), a.data(), TextConst::new(y));
@@ -218,7 +222,7 @@ pub fn retain_scalar(op: BinaryOp, l: &Column, value: &ScalarValue, rows: &mut V
             }
             true
         }
-        _ => false,
+        _ => number_against_constant!(l, value, against, false),
     }
 }
 
