@@ -1,10 +1,13 @@
 //! Filter: keeps the rows where the predicate is true (not false, not NULL). The predicate's
 //! conjuncts run in order over the whole batch, their masks ANDed, until they have ruled out
-//! most rows; from then on the survivors' positions are listed, a conjunct comparing a column
-//! with a constant reads the column at those positions only and drops the ones that fail,
-//! and any other conjunct runs on the survivors gathered. The kept rows are gathered once at
-//! the end. When every row passes, the batch goes through untouched. Comparisons of one
-//! integer-like column with constants (a date range) run as one range test per row.
+//! most rows; from then on the survivors' positions are listed. A conjunct comparing a
+//! column with a constant, with an IN list of constants or with another column then reads
+//! its columns at those positions only and drops the ones that fail; another cheap one
+//! (numbers, a comparison or two) is tested on the whole batch; any other runs on the
+//! survivors gathered. The kept rows are gathered once at the end, or, when the next
+//! operator reads selections (a join probe), handed on as the list. When every row passes,
+//! the batch goes through untouched. Comparisons of one integer-like column with constants
+//! (a date range) run as one range test per row.
 
 use morsel_planner::BinaryOp;
 use morsel_storage::{Batch, Bitmap, Column, DataType, ScalarValue};
@@ -21,9 +24,9 @@ pub struct FilterOp {
 
 /// One test of the filter.
 enum Step {
-    /// A conjunct, and whether it is cheap to test on every row (numbers alone): once the
-    /// survivors are listed, a cheap one is tested on the whole batch and the listed rows
-    /// kept where it holds, where another has the survivors gathered first.
+    /// A conjunct, and whether it is cheap to test on every row (numbers, a comparison or
+    /// two): once the survivors are listed, a cheap one is tested on the whole batch and the
+    /// listed rows kept where it holds, where another has the survivors gathered first.
     Conjunct(PhysExpr, bool),
     /// Two or more comparisons of column `column` with constants of type `ty`, as
     /// `lo <= column <= hi`; `conjuncts` are the comparisons, run one by one instead where
@@ -39,8 +42,8 @@ enum Step {
 
 impl FilterOp {
     /// A filter keeping the rows where all `conjuncts` are true, each with whether it is
-    /// cheap to test on every row (numbers alone). Integer-like comparisons of one column
-    /// merge into a range at the place of the first.
+    /// cheap to test on every row. Integer-like comparisons of one column merge into a range
+    /// at the place of the first.
     pub fn new(conjuncts: Vec<(PhysExpr, bool)>) -> FilterOp {
         let mut steps: Vec<Step> = Vec::new();
         for (c, cheap) in conjuncts {
@@ -131,7 +134,7 @@ struct Selection {
 }
 
 impl Selection {
-    /// Tests conjunct `c`, `cheap` when it reads numbers alone.
+    /// Tests conjunct `c` (`cheap`: testing every row costs about a comparison or two).
     fn conjunct(&mut self, c: &PhysExpr, cheap: bool) -> ExecResult<()> {
         if let Some(r) = &mut self.rows {
             if let Some((col, op, value)) = c.column_against_constant() {
