@@ -11,6 +11,7 @@ use foldhash::fast::FixedState;
 use hashbrown::{HashMap, HashTable};
 use morsel_storage::{Column, DataType, Utf8Column};
 
+use super::int_map::IntMap;
 use super::keys::{
     encode_int, encode_str, for_each_int, hash_key, int_range, str_of_key, KeyInterner,
 };
@@ -72,7 +73,7 @@ const BATCH_SLOTS_PER_ROW: usize = 4;
 /// partial's interned ids.
 #[derive(Default)]
 pub struct IntIds {
-    map: HashMap<i64, u32, FixedState>,
+    map: IntMap,
     null: Option<u32>,
     /// The smallest and largest value seen.
     range: Option<(i64, i64)>,
@@ -91,7 +92,7 @@ impl IntIds {
 
     /// The id of value `v`, if it has one.
     pub(super) fn get(&self, v: i64) -> Option<u32> {
-        self.map.get(&v).copied()
+        self.map.get(v)
     }
 
     /// Every row's group id, interning each new value's encoded key in `keys`.
@@ -139,24 +140,37 @@ impl IntIds {
         ty: DataType,
         keys: &mut KeyInterner,
     ) -> (u32, bool) {
-        let known = match v {
-            Some(x) => self.map.get(&x).copied(),
-            None => self.null,
+        let intern = |keys: &mut KeyInterner| {
+            let mut buf = [0u8; 9];
+            let key = encode_int(v, ty, &mut buf);
+            keys.intern(key, hash_key(key))
         };
-        if let Some(id) = known {
-            return (id, false);
-        }
-        let mut buf = [0u8; 9];
-        let key = encode_int(v, ty, &mut buf);
-        let (id, new) = keys.intern(key, hash_key(key));
         match v {
             Some(x) => {
-                self.map.insert(x, id);
-                self.range = Some(self.range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+                let mut interned = None;
+                let id = self.map.get_or_insert(x, || {
+                    let (id, new) = intern(keys);
+                    interned = Some(new);
+                    id
+                });
+                match interned {
+                    None => (id, false),
+                    Some(new) => {
+                        self.range =
+                            Some(self.range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+                        (id, new)
+                    }
+                }
             }
-            None => self.null = Some(id),
+            None => match self.null {
+                Some(id) => (id, false),
+                None => {
+                    let (id, new) = intern(keys);
+                    self.null = Some(id);
+                    (id, new)
+                }
+            },
         }
-        (id, new)
     }
 }
 

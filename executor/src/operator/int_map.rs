@@ -1,4 +1,5 @@
-//! A hash map from integer join keys to 32-bit ids, for join indexes: open addressing with
+//! A hash map from integer keys to 32-bit ids, for join indexes and grouping by one integer
+//! key: open addressing with
 //! linear probing over one array of (key, id) slots, so a lookup usually touches one cache
 //! line. The slot is chosen by Fibonacci hashing (the key times a fixed odd constant, top
 //! bits), which spreads sequential and strided keys alike; the table is the same in every
@@ -23,6 +24,12 @@ struct Slot {
     id: u32,
 }
 
+impl Default for IntMap {
+    fn default() -> Self {
+        IntMap::with_capacity(0)
+    }
+}
+
 impl IntMap {
     /// A map with room for `n` keys before it grows.
     pub fn with_capacity(n: usize) -> Self {
@@ -36,6 +43,18 @@ impl IntMap {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Makes room for `more` keys beyond those held.
+    pub fn reserve(&mut self, more: usize) {
+        let wanted = self.len + more;
+        if (wanted + 1) * 4 > self.slots.len() * 3 {
+            let mut bigger = IntMap::with_capacity(wanted);
+            for s in self.slots.iter().filter(|s| s.id != EMPTY) {
+                bigger.get_or_insert(s.key, || s.id);
+            }
+            *self = bigger;
+        }
     }
 
     /// Memory held.
@@ -143,7 +162,11 @@ mod tests {
         ] {
             let mut map = IntMap::with_capacity(start);
             let mut want: HashMap<i64, u32> = HashMap::new();
-            for _ in 0..20_000 {
+            for step in 0..20_000 {
+                if step == 7 {
+                    // Room made with keys held keeps them.
+                    map.reserve(3000);
+                }
                 let k = r.below(5000) as i64 * spread;
                 let next = want.len() as u32;
                 let id = *want.entry(k).or_insert(next);
