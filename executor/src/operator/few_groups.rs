@@ -94,6 +94,16 @@ fn int_or_zero(x: &PrimitiveColumn<i64>) -> impl Fn(usize) -> i128 + '_ {
     }
 }
 
+/// Adds each group's batch total to its running value.
+fn add_into<T: Copy + std::ops::AddAssign>(running: &mut [T], totals: &[T]) {
+    running.iter_mut().zip(totals).for_each(|(r, &t)| *r += t);
+}
+
+/// Marks the groups with a valid row in the batch as having a value.
+fn mark_seen(seen: &mut [bool], rows: &[i64]) {
+    seen.iter_mut().zip(rows).for_each(|(s, &r)| *s |= r > 0);
+}
+
 impl Accumulator {
     /// Adds row i of `arg` to group `groups[i]` by lanes, for the states that sum or count;
     /// false for the others (also for argument types these states do not take), which the
@@ -107,46 +117,31 @@ impl Accumulator {
     ) -> ExecResult<bool> {
         let n = few.rows.len();
         let valid = arg.and_then(Column::validity);
+        // Each group's valid rows in the batch.
+        let rows = || few.counts(groups, valid);
         match (self, arg) {
-            (Accumulator::Count(c), _) => {
-                for (c, add) in c.iter_mut().zip(few.counts(groups, valid)) {
-                    *c += add;
-                }
-            }
+            (Accumulator::Count(c), _) => add_into(c, &rows()),
             (Accumulator::SumFloat { sums, seen }, Some(Column::Float64(x))) => {
-                let totals = lane_sums(groups, n, -0.0, float_or_identity(x));
-                let rows = few.counts(groups, valid);
-                for ((s, ok), (t, r)) in sums.iter_mut().zip(seen).zip(totals.iter().zip(rows)) {
-                    *s += t;
-                    *ok |= r > 0;
-                }
+                add_into(sums, &lane_sums(groups, n, -0.0, float_or_identity(x)));
+                mark_seen(seen, &rows());
             }
-            (Accumulator::AvgFloat { sums, counts: c }, Some(Column::Float64(x))) => {
-                let totals = lane_sums(groups, n, -0.0, float_or_identity(x));
-                let rows = few.counts(groups, valid);
-                for ((s, c), (t, r)) in sums.iter_mut().zip(c).zip(totals.iter().zip(rows)) {
-                    *s += t;
-                    *c += r;
-                }
+            (Accumulator::AvgFloat { sums, counts }, Some(Column::Float64(x))) => {
+                add_into(sums, &lane_sums(groups, n, -0.0, float_or_identity(x)));
+                add_into(counts, &rows());
             }
             (Accumulator::SumInt { sums, seen }, Some(Column::Int64(x))) => {
                 let totals = lane_sums(groups, n, 0i128, int_or_zero(x));
-                let rows = few.counts(groups, valid);
-                for ((s, ok), (t, r)) in sums.iter_mut().zip(seen).zip(totals.iter().zip(rows)) {
+                for (s, t) in sums.iter_mut().zip(totals) {
                     *s = i64::try_from(i128::from(*s) + t).map_err(|_| ExecError::Overflow {
                         op: "sum()",
                         ty: morsel_storage::DataType::Int64,
                     })?;
-                    *ok |= r > 0;
                 }
+                mark_seen(seen, &rows());
             }
-            (Accumulator::AvgInt { sums, counts: c }, Some(Column::Int64(x))) => {
-                let totals = lane_sums(groups, n, 0i128, int_or_zero(x));
-                let rows = few.counts(groups, valid);
-                for ((s, c), (t, r)) in sums.iter_mut().zip(c).zip(totals.iter().zip(rows)) {
-                    *s += t;
-                    *c += r;
-                }
+            (Accumulator::AvgInt { sums, counts }, Some(Column::Int64(x))) => {
+                add_into(sums, &lane_sums(groups, n, 0i128, int_or_zero(x)));
+                add_into(counts, &rows());
             }
             _ => return Ok(false),
         }
