@@ -6,8 +6,6 @@
 //! on one column are evaluated together, so ranges such as `a >= x AND a < y` count once.
 //! Anything else keeps the guess by shape in `cardinality`.
 
-use std::collections::BTreeMap;
-
 use morsel_storage::like::LikeMatcher;
 use morsel_storage::ScalarValue;
 
@@ -18,29 +16,35 @@ use crate::plan::{MemTable, Scan};
 /// The fraction of the scan's rows its filters keep, with the conjuncts the sample cannot
 /// judge left to `guess`.
 pub fn memory_scan_selectivity(scan: &Scan, table: &MemTable, guess: impl Fn(&Expr) -> f64) -> f64 {
-    let mut by_column: BTreeMap<usize, Vec<&Expr>> = BTreeMap::new();
-    let mut other = 1.0;
-    for f in &scan.filters {
-        match single_column(f, scan) {
-            Some(col) => by_column.entry(col).or_default().push(f),
-            None => other *= guess(f),
-        }
-    }
-    for (col, conjuncts) in by_column {
-        let fraction = sample_fraction(table, col, &conjuncts);
-        other *= match fraction {
-            Some(f) => f,
+    let mut groups = filter_groups(scan, table);
+    // Conjuncts over several columns first, then the columns in order.
+    groups.sort_by_key(|(col, ..)| *col);
+    groups
+        .iter()
+        .map(|(_, conjuncts, fraction)| match fraction {
+            Some(f) => *f,
             None => conjuncts.iter().map(|c| guess(c)).product(),
-        };
-    }
-    other
+        })
+        .fold(1.0, |all, f| all * f)
 }
 
-/// The scan's filters in the order to test them: the conjuncts over one column in groups
-/// by column (ranges stay together), the groups the sample can judge first, most selective
-/// first, then the rest in their order. Each group's selectivity on the sample, `None`
-/// where the sample cannot judge it.
+/// The scan's filters in groups, in the order they are written: the conjuncts over one
+/// column together (ranges stay together), each other conjunct alone; each group with its
+/// selectivity on the sample, `None` where the sample cannot judge it. The executor orders
+/// the groups for testing.
 pub fn memory_scan_filter_order(scan: &Scan, table: &MemTable) -> Vec<(Vec<Expr>, Option<f64>)> {
+    filter_groups(scan, table)
+        .into_iter()
+        .map(|(_, conjuncts, fraction)| (conjuncts.into_iter().cloned().collect(), fraction))
+        .collect()
+}
+
+/// The scan's filters grouped by the one column each reads (`None`: several, each alone),
+/// in order of first appearance, with each group's selectivity on the sample.
+fn filter_groups<'a>(
+    scan: &'a Scan,
+    table: &MemTable,
+) -> Vec<(Option<usize>, Vec<&'a Expr>, Option<f64>)> {
     let mut groups: Vec<(Option<usize>, Vec<&Expr>)> = Vec::new();
     for f in &scan.filters {
         let col = single_column(f, scan);
@@ -49,21 +53,13 @@ pub fn memory_scan_filter_order(scan: &Scan, table: &MemTable) -> Vec<(Vec<Expr>
             None => groups.push((col, vec![f])),
         }
     }
-    let mut judged: Vec<(Vec<Expr>, Option<f64>)> = groups
+    groups
         .into_iter()
         .map(|(col, conjuncts)| {
             let fraction = col.and_then(|c| sample_fraction(table, c, &conjuncts));
-            (conjuncts.into_iter().cloned().collect(), fraction)
+            (col, conjuncts, fraction)
         })
-        .collect();
-    // Stable: unjudged groups keep their order, after the judged ones.
-    judged.sort_by(|a, b| match (a.1, b.1) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => std::cmp::Ordering::Equal,
-    });
-    judged
+        .collect()
 }
 
 /// The fraction of column `col`'s sampled values that all `conjuncts` (over it alone) keep.
