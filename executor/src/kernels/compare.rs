@@ -126,9 +126,9 @@ macro_rules! prim {
         let (x, y) = ($a.values(), $b.values());
         let op = $op;
         let values = match op {
-            BinaryOp::Eq => Bitmap::from_fn(x.len(), |i| $cmp(x[i], y[i]) == Ordering::Equal),
-            BinaryOp::Lt => Bitmap::from_fn(x.len(), |i| $cmp(x[i], y[i]) == Ordering::Less),
-            _ => Bitmap::from_fn(x.len(), |i| op.holds($cmp(x[i], y[i]))),
+            BinaryOp::Eq => Bitmap::from_pairs(x, y, |p, q| $cmp(p, q) == Ordering::Equal),
+            BinaryOp::Lt => Bitmap::from_pairs(x, y, |p, q| $cmp(p, q) == Ordering::Less),
+            _ => Bitmap::from_pairs(x, y, |p, q| op.holds($cmp(p, q))),
         };
         BooleanColumn::new(values, and_validity($a.validity(), $b.validity()))
     }};
@@ -160,14 +160,13 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
     macro_rules! against {
         ($a:expr, $y:expr, $cmp:expr) => {{
             let (x, y) = ($a.values(), $y);
-            let n = x.len();
             let values = match op {
-                BinaryOp::Eq => Bitmap::from_fn(n, |i| $cmp(x[i], y) == Ordering::Equal),
-                BinaryOp::NotEq => Bitmap::from_fn(n, |i| $cmp(x[i], y) != Ordering::Equal),
-                BinaryOp::Lt => Bitmap::from_fn(n, |i| $cmp(x[i], y) == Ordering::Less),
-                BinaryOp::LtEq => Bitmap::from_fn(n, |i| $cmp(x[i], y) != Ordering::Greater),
-                BinaryOp::Gt => Bitmap::from_fn(n, |i| $cmp(x[i], y) == Ordering::Greater),
-                BinaryOp::GtEq => Bitmap::from_fn(n, |i| $cmp(x[i], y) != Ordering::Less),
+                BinaryOp::Eq => Bitmap::from_values(x, |v| $cmp(v, y) == Ordering::Equal),
+                BinaryOp::NotEq => Bitmap::from_values(x, |v| $cmp(v, y) != Ordering::Equal),
+                BinaryOp::Lt => Bitmap::from_values(x, |v| $cmp(v, y) == Ordering::Less),
+                BinaryOp::LtEq => Bitmap::from_values(x, |v| $cmp(v, y) != Ordering::Greater),
+                BinaryOp::Gt => Bitmap::from_values(x, |v| $cmp(v, y) == Ordering::Greater),
+                BinaryOp::GtEq => Bitmap::from_values(x, |v| $cmp(v, y) != Ordering::Less),
                 _ => return None,
             };
             Some(BooleanColumn::new(values, $a.validity().cloned()))
@@ -243,9 +242,7 @@ pub fn int_range(l: &Column, lo: i64, hi: i64) -> Option<BooleanColumn> {
             let x = $a.values();
             let values = match clamp_range!(lo, hi, $t, $u) {
                 None => Bitmap::new_filled(x.len(), false),
-                Some((lo, span)) => {
-                    Bitmap::from_fn(x.len(), |i| (x[i].wrapping_sub(lo) as $u) <= span)
-                }
+                Some((lo, span)) => Bitmap::from_values(x, |v| (v.wrapping_sub(lo) as $u) <= span),
             };
             Some(BooleanColumn::new(values, $a.validity().cloned()))
         }};
@@ -414,7 +411,7 @@ pub fn in_list(l: &Column, list: &[ScalarValue]) -> Option<BooleanColumn> {
                 })
                 .collect::<Option<Vec<_>>>()?;
             let x = $a.values();
-            let values = Bitmap::from_fn(x.len(), |i| wanted.iter().any(|w| $eq(x[i], *w)));
+            let values = Bitmap::from_values(x, |v| wanted.iter().any(|w| $eq(v, *w)));
             Some(BooleanColumn::new(values, $a.validity().cloned()))
         }};
     }
