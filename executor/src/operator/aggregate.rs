@@ -20,8 +20,9 @@ use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef, Utf8Column
 
 use super::accumulator::Accumulator;
 use super::few_groups::FewGroups;
-use super::group_ids::{multi_key_columns, IntIds, MultiIds, StrIds, STR_HASHER};
+use super::group_ids::{intern_int, multi_key_columns, IntIds, MultiIds, StrIds, STR_HASHER};
 use super::group_partitions::{ScatteredRows, PARTITIONS};
+use super::int_groups::IntTable;
 use super::keys::{
     decode_keys, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
 };
@@ -87,15 +88,26 @@ impl BatchKeys<'_> {
     }
 }
 
-/// A morsel's share of the work: a group table, or its rows scattered by key hash.
+/// A morsel's share of the work: a group table (by value for one integer-like key), or its
+/// rows scattered by key hash.
 pub enum Partial {
     Table(GroupTable),
+    Ints(IntTable),
     Rows(ScatteredRows),
 }
 
 impl Partial {
     fn is_scattered(&self) -> bool {
         matches!(self, Partial::Rows(_))
+    }
+
+    /// Groups held by a table (none for scattered rows).
+    pub(super) fn table_groups(&self) -> usize {
+        match self {
+            Partial::Table(t) => t.keys.len(),
+            Partial::Ints(t) => t.len(),
+            Partial::Rows(_) => 0,
+        }
     }
 }
 
@@ -114,6 +126,17 @@ pub struct GroupTable {
 }
 
 impl GroupTable {
+    /// A table of the interned `keys` with states `accs`, whose integer keys' ids are `ints`.
+    pub(super) fn from_parts(keys: KeyInterner, accs: Vec<Accumulator>, ints: IntIds) -> Self {
+        Self {
+            keys,
+            accs,
+            ints,
+            strs: Box::default(),
+            multi: Box::default(),
+        }
+    }
+
     /// Makes room for `groups` groups of keys like `keys` (a morsel's table would otherwise
     /// grow, rehashing, from empty: a tenth of grouping by l_orderkey).
     fn reserve(&mut self, groups: usize, keys: &BatchKeys) {
@@ -134,7 +157,10 @@ impl GroupTable {
         };
         let ids = match keys {
             BatchKeys::Encoded(encoded, hashes) => intern_all(&mut self.keys, encoded, hashes),
-            BatchKeys::Int(col) => self.ints.ids(col, &mut self.keys),
+            BatchKeys::Int(col) => {
+                let (ty, keys) = (col.data_type(), &mut self.keys);
+                self.ints.ids(col, |v| intern_int(keys, v, ty))
+            }
             BatchKeys::Str(col) => self.strs.ids(col, &mut self.keys),
             BatchKeys::Columns(cols) => match self.multi.ids(cols, &mut self.keys) {
                 Some(ids) => ids,
@@ -144,18 +170,29 @@ impl GroupTable {
                 }
             },
         };
-        let few = FewGroups::of(&ids, self.keys.len());
-        for (acc, arg) in self.accs.iter_mut().zip(args) {
-            acc.resize(self.keys.len());
-            if let Some(few) = &few {
-                if acc.update_few(few, &ids, arg.as_ref())? {
-                    continue;
-                }
-            }
-            acc.update(&ids, arg.as_ref())?;
-        }
-        Ok(())
+        update_accs(&mut self.accs, &ids, self.keys.len(), args)
     }
+}
+
+/// Adds a batch's rows, whose group ids are `ids` (of `groups` groups in all), to each
+/// aggregate's states: by lanes when the batch has few groups (see [`FewGroups`]).
+pub(super) fn update_accs(
+    accs: &mut [Accumulator],
+    ids: &[u32],
+    groups: usize,
+    args: &[Option<Column>],
+) -> ExecResult<()> {
+    let few = FewGroups::of(ids, groups);
+    for (acc, arg) in accs.iter_mut().zip(args) {
+        acc.resize(groups);
+        if let Some(few) = &few {
+            if acc.update_few(few, ids, arg.as_ref())? {
+                continue;
+            }
+        }
+        acc.update(ids, arg.as_ref())?;
+    }
+    Ok(())
 }
 
 /// Whether a morsel should scatter its rows, from its first batch's keys: when their
@@ -169,8 +206,6 @@ fn many_groups(keys: &BatchKeys) -> Grouping {
         return Grouping::Table { groups: 0 };
     }
     let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
-    // Integers hash by one multiplication: its top bits spread even consecutive values.
-    let int_hash = |v: Option<i64>| v.map_or(FIBONACCI, |x| (x as u64).wrapping_mul(FIBONACCI));
     let mut seen = 0;
     for upto in [MIN_SCATTER_ROWS, 4 * MIN_SCATTER_ROWS, rows] {
         let upto = upto.min(rows);
@@ -262,6 +297,12 @@ impl Sketch {
 /// 2^64 over the golden ratio, odd: multiplying by it scatters integers over the top bits.
 const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
 
+/// An integer key's hash for a sketch: one multiplication, whose top bits spread even
+/// consecutive values.
+fn int_hash(v: Option<i64>) -> u64 {
+    v.map_or(FIBONACCI, |x| (x as u64).wrapping_mul(FIBONACCI))
+}
+
 impl AggregateSink {
     pub(super) fn new_table(&self) -> ExecResult<GroupTable> {
         Ok(GroupTable {
@@ -282,12 +323,22 @@ impl AggregateSink {
 
     /// The output batch of a merged table: decoded keys, then each aggregate's values.
     pub(super) fn output(&self, keys: &KeyList, accs: Vec<Accumulator>) -> ExecResult<Vec<Column>> {
-        let groups = keys.len();
-        let mut columns = if self.group.is_empty() {
+        let columns = if self.group.is_empty() {
             Vec::new()
         } else {
             decode_keys(keys, &self.key_types)?
         };
+        self.output_columns(columns, keys.len(), accs)
+    }
+
+    /// The output columns of `groups` merged groups: their key columns, then each
+    /// aggregate's values.
+    pub(super) fn output_columns(
+        &self,
+        mut columns: Vec<Column>,
+        groups: usize,
+        accs: Vec<Accumulator>,
+    ) -> ExecResult<Vec<Column>> {
         for mut acc in accs {
             acc.resize(groups);
             columns.push(acc.finish()?);
@@ -335,6 +386,7 @@ impl Sink for AggregateSink {
             Partial::Table(t) => {
                 t.keys.heap_bytes() + t.accs.iter().map(Accumulator::heap_bytes).sum::<usize>()
             }
+            Partial::Ints(t) => t.heap_bytes(),
             Partial::Rows(r) => r.heap_bytes(),
         }
     }
@@ -365,13 +417,7 @@ impl Sink for AggregateSink {
         if self.group.is_empty() {
             return self.merge_serial(partials);
         }
-        let groups: usize = partials
-            .iter()
-            .map(|p| match p {
-                Partial::Table(t) => t.keys.len(),
-                Partial::Rows(_) => 0,
-            })
-            .sum();
+        let groups: usize = partials.iter().map(Partial::table_groups).sum();
         if self.ranges_apart(&partials) {
             return self.merge_apart(partials);
         }
@@ -380,8 +426,10 @@ impl Sink for AggregateSink {
         let many = || {
             let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
             for p in &partials {
-                if let Partial::Table(t) = p {
-                    (0..t.keys.len()).for_each(|g| sketch.set(t.keys.hash(g)));
+                match p {
+                    Partial::Table(t) => (0..t.keys.len()).for_each(|g| sketch.set(t.keys.hash(g))),
+                    Partial::Ints(t) => t.values().iter().for_each(|&v| sketch.set(int_hash(v))),
+                    Partial::Rows(_) => {}
                 }
             }
             sketch.distinct() >= PARTITIONED_MERGE_GROUPS as f64
@@ -431,18 +479,29 @@ impl AggregateSink {
                 .collect::<ExecResult<Vec<_>>>()?;
             let p = match &mut partial {
                 Some(p) => p,
-                None => partial.insert(match decide(&keys) {
-                    Grouping::Scatter => Partial::Rows(ScatteredRows::new()),
-                    Grouping::Table { groups } => {
+                None => partial.insert(match (decide(&keys), &keys) {
+                    (Grouping::Scatter, _) => Partial::Rows(ScatteredRows::new()),
+                    (Grouping::Table { groups }, BatchKeys::Int(col)) => {
+                        let mut table = IntTable::new(col.data_type(), self.new_accs()?);
+                        table.reserve(groups);
+                        Partial::Ints(table)
+                    }
+                    (Grouping::Table { groups }, _) => {
                         let mut table = self.new_table()?;
                         table.reserve(groups, &keys);
                         Partial::Table(table)
                     }
                 }),
             };
-            match p {
-                Partial::Table(t) => t.update(&keys, &args)?,
-                Partial::Rows(r) => r.push_batch(keys, &args)?,
+            match (p, &keys) {
+                (Partial::Ints(t), BatchKeys::Int(col)) => t.update(col, &args)?,
+                (Partial::Ints(_), _) => {
+                    return Err(ExecError::Internal(
+                        "a group key changed type within a morsel".into(),
+                    ))
+                }
+                (Partial::Table(t), _) => t.update(&keys, &args)?,
+                (Partial::Rows(r), _) => r.push_batch(keys, &args)?,
             }
         }
         match partial {
@@ -471,81 +530,12 @@ impl AggregateSink {
         Ok(t)
     }
 
-    /// Whether every partial is a table of one integer key without NULL whose values lie
-    /// at or above the previous table's (a column stored sorted or in runs, as line items
-    /// by order): then only a key at the seam of two neighbours can be in both.
-    fn ranges_apart(&self, partials: &[Partial]) -> bool {
-        if self.group.len() != 1 {
-            return false;
-        }
-        let mut last_max: Option<i64> = None;
-        for p in partials {
-            let Partial::Table(t) = p else {
-                return false;
-            };
-            if t.keys.is_empty() {
-                continue;
-            }
-            // Every key came through the integer ids (and none is NULL).
-            let (Some((min, max)), false) = t.ints.range() else {
-                return false;
-            };
-            if t.ints.len() != t.keys.len() || last_max.is_some_and(|m| m > min) {
-                return false;
-            }
-            last_max = Some(max);
-        }
-        true
-    }
-
-    /// Merges partials whose key ranges are apart (see [`Self::ranges_apart`]) by
-    /// concatenating their groups in morsel order, a key at a seam merged into its first
-    /// group: the groups and their first-seen order are those of any other merge, with no
-    /// table to look keys up in.
-    fn merge_apart(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
-        let mut keys = KeyList::new();
-        let mut accs = self.new_accs()?;
-        // The largest key so far and its group.
-        let mut seam: Option<(i64, u32)> = None;
-        for p in partials {
-            let Partial::Table(t) = p else {
-                return Err(ExecError::Internal(
-                    "scattered rows reached a merge of tables".into(),
-                ));
-            };
-            let (Some((min, max)), _) = t.ints.range() else {
-                continue;
-            };
-            let shared = match seam {
-                Some((v, group)) if v == min => t.ints.get(min).map(|g| (g, group)),
-                _ => None,
-            };
-            let mapping: Vec<u32> = (0..t.keys.len() as u32)
-                .map(|g| match shared {
-                    Some((s, group)) if s == g => group,
-                    _ => {
-                        keys.push(t.keys.key(g as usize), t.keys.hash(g as usize));
-                        keys.len() as u32 - 1
-                    }
-                })
-                .collect();
-            for (acc, part) in accs.iter_mut().zip(t.accs) {
-                acc.resize(keys.len());
-                acc.merge(part, &mapping)?;
-            }
-            let last = t
-                .ints
-                .get(max)
-                .ok_or_else(|| ExecError::Internal("a group table lacks its largest key".into()))?;
-            seam = Some((max, mapping[last as usize]));
-        }
-        let groups = keys.len();
-        let columns = self.output(&keys, accs)?;
-        Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
-    }
-
-    /// Merges the partials one after another into one table (all of them tables).
+    /// Merges the partials one after another into one table (all of them tables): by value
+    /// when they hold integer keys.
     fn merge_serial(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
+        if partials.iter().any(|p| matches!(p, Partial::Ints(_))) {
+            return self.merge_ints(partials);
+        }
         let mut global = self.new_table()?;
         for p in partials {
             let Partial::Table(p) = p else {
@@ -707,6 +697,40 @@ mod tests {
         }
     }
 
+    /// Tables of one integer key held by value merge, by value or by partition, exactly as
+    /// the same tables with encoded keys merge (NULL keys and empty morsels included).
+    #[test]
+    fn integer_tables_merge_as_encoded_tables_bit_for_bit() {
+        let mut input = morsels();
+        input.insert(2, vec![input[0][0].slice(0, 0)]);
+        let s = sink(2, &[0]);
+        let tables = || -> Vec<Partial> {
+            input
+                .iter()
+                .map(|m| s.consume_grouped(m, TABLE).unwrap())
+                .collect()
+        };
+        assert!(tables().iter().any(|p| matches!(p, Partial::Ints(_))));
+        let encoded: Vec<Partial> = tables()
+            .into_iter()
+            .map(|p| match p {
+                Partial::Ints(t) => Partial::Table(t.into_encoded()),
+                other => other,
+            })
+            .collect();
+        let expect = rows(&s.merge_serial(encoded).unwrap());
+        assert!(expect.len() > 300, "{} groups", expect.len());
+        assert_eq!(rows(&s.merge_serial(tables()).unwrap()), expect);
+        for threads in [1, 2, 8] {
+            let s = sink(threads, &[0]);
+            let partials = input
+                .iter()
+                .map(|m| s.consume_grouped(m, TABLE).unwrap())
+                .collect();
+            assert_eq!(rows(&s.merge_partitioned(partials).unwrap()), expect);
+        }
+    }
+
     /// Morsels of sorted keys (runs crossing morsel seams, a morsel of one key, an empty
     /// morsel) merge by concatenation, bit for bit as the serial merge; keys out of order,
     /// or a NULL key, take the other merges.
@@ -864,7 +888,7 @@ mod tests {
             let mut by_value = KeyInterner::new();
             let ids = match &col {
                 Column::Utf8(s) => StrIds::default().ids(s, &mut by_value),
-                _ => IntIds::default().ids(&col, &mut by_value),
+                _ => IntIds::default().ids(&col, |v| intern_int(&mut by_value, v, col.data_type())),
             };
             assert_same_groups(&ids, &by_value, std::slice::from_ref(&col));
         }

@@ -1,9 +1,10 @@
 //! A batch's group ids looked up by the key values themselves, not by encoding every row's
 //! key: one integer-like key by value ([`IntIds`]), one text key by its bytes ([`StrIds`]),
 //! and two to four integer-like or text keys by small ids per column packed into one integer
-//! ([`MultiIds`]). The ids are the group table's interned ids: a key's encoded bytes are
-//! interned only the first time it is seen, so every path gives the ids, key bytes and hashes
-//! encoding the rows would.
+//! ([`MultiIds`]). The ids are the group table's: a key's encoded bytes are interned only the
+//! first time it is seen, so every path gives the ids, key bytes and hashes encoding the rows
+//! would. [`IntIds`] asks its caller for a new value's id instead, so that a table of one
+//! integer key can hold its values without encoding them (see [`super::int_groups`]).
 
 use std::hash::BuildHasher;
 
@@ -69,8 +70,8 @@ impl StrIds {
 /// this many slots per row.
 const BATCH_SLOTS_PER_ROW: usize = 4;
 
-/// Group ids of a single integer-like key by value (NULL has its own), the ids being the
-/// partial's interned ids.
+/// Group ids of a single integer-like key by value (NULL has its own), the ids being given by
+/// the caller the first time a value is seen.
 #[derive(Default)]
 pub struct IntIds {
     map: IntMap,
@@ -80,11 +81,6 @@ pub struct IntIds {
 }
 
 impl IntIds {
-    /// How many values (NULL included) have ids.
-    pub(super) fn len(&self) -> usize {
-        self.map.len() + usize::from(self.null.is_some())
-    }
-
     /// The smallest and largest non-NULL value, and whether NULL has an id too.
     pub(super) fn range(&self) -> (Option<(i64, i64)>, bool) {
         (self.range, self.null.is_some())
@@ -95,16 +91,25 @@ impl IntIds {
         self.map.get(v)
     }
 
-    /// Every row's group id, interning each new value's encoded key in `keys`.
     /// Makes room for `more` values.
     pub(super) fn reserve(&mut self, more: usize) {
         self.map.reserve(more);
     }
 
-    /// When the batch's values span a small range (sorted or clustered keys, few values),
-    /// a value's id is looked up in the map once per batch and then read from an array.
-    pub(super) fn ids(&mut self, col: &Column, keys: &mut KeyInterner) -> Vec<u32> {
-        let ty = col.data_type();
+    /// Memory held.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.map.heap_bytes()
+    }
+
+    /// Every row's group id; `first(v)` gives the id (and whether it is a new group) of a
+    /// value not seen here before. When the batch's values span a small range (sorted or
+    /// clustered keys, few values), a value's id is looked up in the map once per batch and
+    /// then read from an array.
+    pub(super) fn ids(
+        &mut self,
+        col: &Column,
+        mut first: impl FnMut(Option<i64>) -> (u32, bool),
+    ) -> Vec<u32> {
         let rows = col.len();
         let mut ids = Vec::with_capacity(rows);
         let range = int_range(col);
@@ -117,43 +122,37 @@ impl IntIds {
                         Some(x) => {
                             let slot = &mut seen[(x - min) as usize];
                             if *slot == u32::MAX {
-                                *slot = self.id(v, ty, keys).0;
+                                *slot = self.id(v, || first(v)).0;
                             }
                             *slot
                         }
-                        None => self.id(None, ty, keys).0,
+                        None => self.id(None, || first(None)).0,
                     };
                     ids.push(id);
                 });
             }
-            _ => for_each_int(col, |_, v| ids.push(self.id(v, ty, keys).0)),
+            _ => for_each_int(col, |_, v| ids.push(self.id(v, || first(v)).0)),
         }
         ids
     }
 
-    /// The group id of one value of type `ty`, and whether `keys` gained it; the value's
-    /// encoded key is looked up in `keys` the first time the value is seen here.
+    /// The group id of one value, and whether it is a new group; `first()` gives both the
+    /// first time the value is seen here.
     #[inline]
     pub(super) fn id(
         &mut self,
         v: Option<i64>,
-        ty: DataType,
-        keys: &mut KeyInterner,
+        first: impl FnOnce() -> (u32, bool),
     ) -> (u32, bool) {
-        let intern = |keys: &mut KeyInterner| {
-            let mut buf = [0u8; 9];
-            let key = encode_int(v, ty, &mut buf);
-            keys.intern(key, hash_key(key))
-        };
         match v {
             Some(x) => {
-                let mut interned = None;
+                let mut new = None;
                 let id = self.map.get_or_insert(x, || {
-                    let (id, new) = intern(keys);
-                    interned = Some(new);
+                    let (id, is_new) = first();
+                    new = Some(is_new);
                     id
                 });
-                match interned {
+                match new {
                     None => (id, false),
                     Some(new) => {
                         self.range =
@@ -165,13 +164,21 @@ impl IntIds {
             None => match self.null {
                 Some(id) => (id, false),
                 None => {
-                    let (id, new) = intern(keys);
+                    let (id, new) = first();
                     self.null = Some(id);
                     (id, new)
                 }
             },
         }
     }
+}
+
+/// Interns the encoded key of integer-like value `v` of type `ty` in `keys`: its id and
+/// whether it is new (the first sighting [`IntIds`] asks for when ids are interned keys).
+pub(super) fn intern_int(keys: &mut KeyInterner, v: Option<i64>, ty: DataType) -> (u32, bool) {
+    let mut buf = [0u8; 9];
+    let key = encode_int(v, ty, &mut buf);
+    keys.intern(key, hash_key(key))
 }
 
 /// The most key columns [`MultiIds`] packs (each gets 64 / columns bits).

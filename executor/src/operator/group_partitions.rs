@@ -19,6 +19,7 @@ use morsel_storage::{Batch, Column, DataType};
 
 use super::accumulator::Accumulator;
 use super::aggregate::{encode_with_hashes, AggregateSink, BatchKeys, GroupTable, Partial};
+use super::group_ids::intern_int;
 use super::keys::{encode_int, for_each_int, hash_key, KeyList, RowKeys};
 use crate::error::{ExecError, ExecResult};
 use crate::scheduler::parallel_map;
@@ -206,7 +207,7 @@ type ReducedPartition = (Vec<(u32, u32)>, Vec<Column>);
 
 /// Consecutive partials to deal together: a run of tables, or one morsel's scattered rows.
 enum Unit {
-    Tables(u32, Vec<GroupTable>),
+    Tables(u32, Vec<Partial>),
     Rows(u32, ScatteredRows),
 }
 
@@ -220,11 +221,11 @@ impl AggregateSink {
         for (i, p) in partials.into_iter().enumerate() {
             let i = i as u32;
             match p {
-                Partial::Table(t) => {
-                    sizes.push(t.keys.len());
+                Partial::Table(_) | Partial::Ints(_) => {
+                    sizes.push(p.table_groups());
                     match units.last_mut() {
-                        Some(Unit::Tables(_, run)) if run.len() < TABLES_PER_PIECE => run.push(t),
-                        _ => units.push(Unit::Tables(i, vec![t])),
+                        Some(Unit::Tables(_, run)) if run.len() < TABLES_PER_PIECE => run.push(p),
+                        _ => units.push(Unit::Tables(i, vec![p])),
                     }
                 }
                 Partial::Rows(r) => {
@@ -291,8 +292,9 @@ impl AggregateSink {
     }
 
     /// Deals the groups of a run of tables (the first being partial number `first`) into
-    /// partitions, copying their keys and moving their states.
-    fn deal_tables(&self, first: u32, run: Vec<GroupTable>) -> ExecResult<Vec<GroupPiece>> {
+    /// partitions, copying their keys (encoded here for tables held by value) and moving
+    /// their states.
+    fn deal_tables(&self, first: u32, run: Vec<Partial>) -> ExecResult<Vec<GroupPiece>> {
         let mut pieces = (0..PARTITIONS)
             .map(|_| {
                 Ok(GroupPiece {
@@ -303,8 +305,17 @@ impl AggregateSink {
             })
             .collect::<ExecResult<Vec<GroupPiece>>>()?;
         let mut ids: Vec<Vec<u32>> = vec![Vec::new(); PARTITIONS];
-        for (k, mut t) in run.into_iter().enumerate() {
+        for (k, t) in run.into_iter().enumerate() {
             let i = first + k as u32;
+            let mut t: GroupTable = match t {
+                Partial::Table(t) => t,
+                Partial::Ints(t) => t.into_encoded(),
+                Partial::Rows(_) => {
+                    return Err(ExecError::Internal(
+                        "scattered rows dealt as a table".into(),
+                    ))
+                }
+            };
             ids.iter_mut().for_each(Vec::clear);
             for g in 0..t.keys.len() {
                 ids[partition(t.keys.hash(g))].push(g as u32);
@@ -389,7 +400,8 @@ impl AggregateSink {
                             }
                             SortedKeys::Int { ty, values } => {
                                 for (k, &v) in values.iter().enumerate().take(end).skip(start) {
-                                    add(k, t.ints.id(v, *ty, &mut t.keys));
+                                    let keys = &mut t.keys;
+                                    add(k, t.ints.id(v, || intern_int(keys, v, *ty)));
                                 }
                             }
                         }

@@ -10,6 +10,7 @@ pub mod filter;
 mod group_ids;
 mod group_partitions;
 pub mod hash_join;
+mod int_groups;
 mod int_map;
 mod join_index;
 pub mod keys;

@@ -1,0 +1,217 @@
+//! A morsel's group table when the only group key is integer-like (integers, dates,
+//! timestamps): its groups are held by value, their keys never encoded, hashed as bytes or
+//! interned; rows find their group through [`IntIds`]. Such tables also merge by value:
+//! concatenated when their key ranges are apart (a column stored sorted or in runs), else one
+//! after another into one table by value. A merge that needs encoded keys (by partition, when
+//! the groups are many or some morsel was scattered) first turns a table into an encoded one
+//! with the same ids ([`IntTable::into_encoded`]), so every merge combines the same states in
+//! the same order.
+
+use morsel_storage::{Batch, Column, DataType, PrimitiveColumn};
+
+use super::accumulator::Accumulator;
+use super::aggregate::{update_accs, AggregateSink, GroupTable, Partial};
+use super::group_ids::{intern_int, IntIds};
+use super::keys::KeyInterner;
+use crate::error::{ExecError, ExecResult};
+
+/// Groups of one integer-like key, by value, with one accumulator per aggregate.
+pub struct IntTable {
+    /// The key column's type (how its values are encoded when they must be).
+    ty: DataType,
+    ids: IntIds,
+    /// Each group's value by id, in first-seen order (NULL: `None`).
+    values: Vec<Option<i64>>,
+    accs: Vec<Accumulator>,
+}
+
+impl IntTable {
+    pub fn new(ty: DataType, accs: Vec<Accumulator>) -> Self {
+        Self {
+            ty,
+            ids: IntIds::default(),
+            values: Vec::new(),
+            accs,
+        }
+    }
+
+    /// Groups held.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Each group's value, by id.
+    pub fn values(&self) -> &[Option<i64>] {
+        &self.values
+    }
+
+    /// Makes room for `groups` more groups.
+    pub fn reserve(&mut self, groups: usize) {
+        self.ids.reserve(groups);
+        self.values.reserve(groups);
+    }
+
+    /// Memory held: the ids by value, the values and the states.
+    pub fn heap_bytes(&self) -> usize {
+        self.ids.heap_bytes()
+            + self.values.capacity() * std::mem::size_of::<Option<i64>>()
+            + self.accs.iter().map(Accumulator::heap_bytes).sum::<usize>()
+    }
+
+    /// Adds a batch's rows: `keys` is the key column, `args` each aggregate's argument.
+    pub fn update(&mut self, keys: &Column, args: &[Option<Column>]) -> ExecResult<()> {
+        let values = &mut self.values;
+        let ids = self.ids.ids(keys, |v| {
+            values.push(v);
+            (values.len() as u32 - 1, true)
+        });
+        update_accs(&mut self.accs, &ids, self.values.len(), args)
+    }
+
+    /// The same groups, ids and states as a table of encoded keys.
+    pub fn into_encoded(self) -> GroupTable {
+        let mut keys = KeyInterner::new();
+        keys.reserve(self.values.len());
+        for &v in &self.values {
+            intern_int(&mut keys, v, self.ty);
+        }
+        GroupTable::from_parts(keys, self.accs, self.ids)
+    }
+}
+
+impl AggregateSink {
+    /// Whether every partial is a table of integer keys without NULL whose values lie at or
+    /// above the previous table's (a column stored sorted or in runs, as line items by
+    /// order): then only a key at the seam of two neighbours can be in both. Empty tables
+    /// (morsels without rows) are passed over.
+    pub(super) fn ranges_apart(&self, partials: &[Partial]) -> bool {
+        let mut last_max: Option<i64> = None;
+        for p in partials {
+            let t = match p {
+                Partial::Ints(t) => t,
+                Partial::Table(t) if t.keys.is_empty() => continue,
+                _ => return false,
+            };
+            match t.ids.range() {
+                (_, true) => return false,
+                (None, false) => continue,
+                (Some((min, max)), false) => {
+                    if last_max.is_some_and(|m| m > min) {
+                        return false;
+                    }
+                    last_max = Some(max);
+                }
+            }
+        }
+        last_max.is_some()
+    }
+
+    /// Merges tables whose key ranges are apart (see [`Self::ranges_apart`]) by
+    /// concatenating their groups in morsel order, a key at a seam merged into its first
+    /// group: the groups and their first-seen order are those of any other merge, with no
+    /// table to look keys up in.
+    pub(super) fn merge_apart(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
+        let mut values = Vec::new();
+        let mut accs = self.new_accs()?;
+        // The largest key so far and its group.
+        let mut seam: Option<(i64, u32)> = None;
+        for p in partials {
+            let t = match p {
+                Partial::Ints(t) => t,
+                Partial::Table(t) if t.keys.is_empty() => continue,
+                _ => return Err(internal("a merge of sorted integer keys")),
+            };
+            let (Some((min, max)), _) = t.ids.range() else {
+                continue;
+            };
+            let shared = match seam {
+                Some((v, group)) if v == min => t.ids.get(min).map(|g| (g, group)),
+                _ => None,
+            };
+            let mapping: Vec<u32> = (0..t.values.len() as u32)
+                .map(|g| match shared {
+                    Some((s, group)) if s == g => group,
+                    _ => {
+                        values.push(t.values[g as usize]);
+                        values.len() as u32 - 1
+                    }
+                })
+                .collect();
+            for (acc, part) in accs.iter_mut().zip(t.accs) {
+                acc.resize(values.len());
+                acc.merge(part, &mapping)?;
+            }
+            let last = t
+                .ids
+                .get(max)
+                .ok_or_else(|| internal("a group table that lacks its largest key"))?;
+            seam = Some((max, mapping[last as usize]));
+        }
+        self.int_output(values, accs)
+    }
+
+    /// Merges tables of integer keys one after another into one table, by value. Empty
+    /// tables (morsels without rows) are passed over.
+    pub(super) fn merge_ints(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
+        let mut global: Option<IntTable> = None;
+        for p in partials {
+            let t = match p {
+                Partial::Ints(t) => t,
+                Partial::Table(t) if t.keys.is_empty() => continue,
+                _ => return Err(internal("a merge of integer keys")),
+            };
+            let global = match &mut global {
+                Some(g) => g,
+                None => global.insert(IntTable::new(t.ty, self.new_accs()?)),
+            };
+            let (ids, values) = (&mut global.ids, &mut global.values);
+            let mapping: Vec<u32> = t
+                .values
+                .iter()
+                .map(|&v| {
+                    ids.id(v, || {
+                        values.push(v);
+                        (values.len() as u32 - 1, true)
+                    })
+                    .0
+                })
+                .collect();
+            for (acc, part) in global.accs.iter_mut().zip(t.accs) {
+                acc.resize(global.values.len());
+                acc.merge(part, &mapping)?;
+            }
+        }
+        match global {
+            Some(g) => self.int_output(g.values, g.accs),
+            None => self.int_output(Vec::new(), self.new_accs()?),
+        }
+    }
+
+    /// The output batch of merged groups of integer keys `values`.
+    fn int_output(
+        &self,
+        values: Vec<Option<i64>>,
+        accs: Vec<Accumulator>,
+    ) -> ExecResult<Vec<Batch>> {
+        let groups = values.len();
+        let ty = self.key_types.first().copied().unwrap_or(DataType::Int64);
+        let narrow = || PrimitiveColumn::from_options(values.iter().map(|v| v.map(|x| x as i32)));
+        let keys = match ty {
+            DataType::Int32 => Column::Int32(narrow()),
+            DataType::Date32 => Column::Date32(narrow()),
+            DataType::Int64 => Column::Int64(PrimitiveColumn::from_options(values)),
+            DataType::Timestamp => Column::Timestamp(PrimitiveColumn::from_options(values)),
+            other => {
+                return Err(ExecError::Internal(format!(
+                    "{other:?} is not an integer key"
+                )))
+            }
+        };
+        let columns = self.output_columns(vec![keys], groups, accs)?;
+        Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
+    }
+}
+
+fn internal(what: &str) -> ExecError {
+    ExecError::Internal(format!("{what} received another kind of partial"))
+}
