@@ -12,10 +12,11 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use morsel_storage::csv::Block;
-use morsel_storage::Batch;
+use morsel_storage::{Batch, Bitmap};
 
 use crate::context::{pool, ExecContext, PipelineStats, StageLabel, StageStats};
 use crate::error::{ExecError, ExecResult};
+use crate::kernels::select;
 
 /// A unit of work: a sequence number (its place in the source's order) and what to read.
 #[derive(Debug)]
@@ -80,25 +81,51 @@ pub trait Operator: Send + Sync {
 /// gathers the other columns once, with its matches, instead of after the filter too.
 pub struct Selected {
     pub batch: Batch,
-    /// The live rows' positions, increasing (`None`: every row).
-    pub rows: Option<Vec<u32>>,
+    pub live: Live,
+}
+
+/// Which rows of a batch are live.
+pub enum Live {
+    All,
+    /// These positions, increasing.
+    Rows(Vec<u32>),
+    /// The rows whose bit is set (many of them: a filter lists its survivors once few are
+    /// left, and an operator that reads positions lists a mask's).
+    Mask(Bitmap),
 }
 
 impl Selected {
     pub fn all(batch: Batch) -> Self {
-        Selected { batch, rows: None }
+        Selected {
+            batch,
+            live: Live::All,
+        }
     }
 
     /// How many rows are live.
     pub fn num_rows(&self) -> usize {
-        self.rows.as_ref().map_or(self.batch.num_rows(), Vec::len)
+        match &self.live {
+            Live::All => self.batch.num_rows(),
+            Live::Rows(rows) => rows.len(),
+            Live::Mask(mask) => mask.count_ones(),
+        }
     }
 
     /// The live rows as a batch of their own.
     pub fn gather(self) -> ExecResult<Batch> {
-        match self.rows {
-            None => Ok(self.batch),
-            Some(rows) => crate::kernels::select::take_batch(&self.batch, &rows),
+        match self.live {
+            Live::All => Ok(self.batch),
+            Live::Rows(rows) => select::take_batch(&self.batch, &rows),
+            Live::Mask(mask) => select::filter_batch(&self.batch, &mask),
+        }
+    }
+
+    /// The batch and the live rows' positions (`None`: every row).
+    pub fn listed(self) -> (Batch, Option<Vec<u32>>) {
+        match self.live {
+            Live::All => (self.batch, None),
+            Live::Rows(rows) => (self.batch, Some(rows)),
+            Live::Mask(mask) => (self.batch, Some(mask.set_positions())),
         }
     }
 }
@@ -247,8 +274,8 @@ pub fn run_pipeline<S: Sink>(
                 for (i, op) in operators.iter().enumerate() {
                     let t = Instant::now();
                     let next_takes = operators.get(i + 1).is_some_and(|o| o.takes_selection());
-                    batch = match batch.rows {
-                        None if !next_takes => Selected::all(op.execute(batch.batch)?),
+                    batch = match batch.live {
+                        Live::All if !next_takes => Selected::all(op.execute(batch.batch)?),
                         _ => op.execute_selected(batch, next_takes)?,
                     };
                     counters[i + 1].add(worker, batch.num_rows(), 1, t);

@@ -16,7 +16,7 @@ use morsel_storage::{Batch, Bitmap, Column, DataType, ScalarValue};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::{boolean, compare, select};
-use crate::scheduler::{Operator, Selected};
+use crate::scheduler::{Live, Operator, Selected};
 
 pub struct FilterOp {
     /// The conjuncts of `a AND b AND ...` (never empty), in order, ranges merged.
@@ -216,12 +216,16 @@ impl Selection {
         self.rows.as_ref().is_some_and(Vec::is_empty)
     }
 
-    /// The batch and its surviving rows' positions (`None`: all).
-    fn listed(self) -> (Batch, Option<Vec<u32>>) {
-        match (self.rows, self.kept) {
-            (Some(r), _) => (self.batch, Some(r)),
-            (None, Some(mask)) => (self.batch, Some(mask.set_positions())),
-            (None, None) => (self.batch, None),
+    /// The batch and its survivors, as listed or as a mask.
+    fn selected(self) -> Selected {
+        let live = match (self.rows, self.kept) {
+            (Some(r), _) => Live::Rows(r),
+            (None, Some(mask)) => Live::Mask(mask),
+            (None, None) => Live::All,
+        };
+        Selected {
+            batch: self.batch,
+            live,
         }
     }
 
@@ -253,8 +257,7 @@ impl Operator for FilterOp {
         if !next_takes_selection {
             return Ok(Selected::all(self.execute(batch)?));
         }
-        let (batch, rows) = self.run(batch)?.listed();
-        Ok(Selected { batch, rows })
+        Ok(self.run(batch)?.selected())
     }
 }
 

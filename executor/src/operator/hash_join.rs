@@ -623,16 +623,12 @@ impl Operator for HashProbeOp {
         input: Selected,
         _next_takes_selection: bool,
     ) -> ExecResult<Selected> {
-        let (batch, rows) = match input.rows {
-            Some(rows) if self.takes_selection() => (input.batch, rows),
-            rows => {
-                let all = Selected {
-                    batch: input.batch,
-                    rows,
-                }
-                .gather()?;
-                return Ok(Selected::all(self.execute(all)?));
-            }
+        if !self.takes_selection() {
+            return Ok(Selected::all(self.execute(input.gather()?)?));
+        }
+        let (batch, rows) = match input.listed() {
+            (batch, Some(rows)) => (batch, rows),
+            (batch, None) => return Ok(Selected::all(self.execute(batch)?)),
         };
         let cols = self
             .probe_keys
@@ -745,6 +741,7 @@ mod tests {
     use morsel_storage::{DataType, Field, PrimitiveColumn, Schema};
 
     use super::*;
+    use crate::scheduler::Live;
     use morsel_storage::test_rng::Rng;
 
     fn batch(keys: &[Option<i64>]) -> Batch {
@@ -813,7 +810,7 @@ mod tests {
                     .collect();
                 let selected = Selected {
                     batch: batch(&input),
-                    rows: Some(rows.clone()),
+                    live: Live::Rows(rows.clone()),
                 };
                 let got = op
                     .execute_selected(selected, false)

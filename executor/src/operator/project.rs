@@ -1,7 +1,8 @@
 //! Projection: evaluates one expression per output column. A projection that only picks
-//! columns passes a selection on (its columns are the input's, so the live rows are the
-//! same ones): a filter's survivors reach a join probe listed, not gathered, across the
-//! projection that prunes the columns between them.
+//! columns reads a selection as it is (its columns are the input's, so the live rows are
+//! the same ones): it hands the selection on to an operator that reads one (a filter's
+//! survivors reach a join probe across the projection that prunes the columns between
+//! them), and otherwise gathers only the columns it picks.
 
 use morsel_storage::{Batch, SchemaRef};
 
@@ -55,7 +56,7 @@ impl Operator for ProjectOp {
         }
         let picked = Selected {
             batch: self.execute(input.batch)?,
-            rows: input.rows,
+            live: input.live,
         };
         match next_takes_selection {
             true => Ok(picked),
@@ -69,33 +70,29 @@ mod tests {
     use std::sync::Arc;
 
     use morsel_planner::BinaryOp;
-    use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, Schema};
+    use morsel_storage::{Batch, Bitmap, Column, DataType, Field, PrimitiveColumn, Schema};
 
     use super::ProjectOp;
     use crate::expr::PhysExpr;
-    use crate::scheduler::{Operator, Selected};
+    use crate::scheduler::{Live, Operator, Selected};
 
-    /// Picking columns keeps the selection for a next operator that reads it, and gives
-    /// what gathering first gives otherwise; a computed column gathers first.
+    /// Picking columns keeps a selection (listed or masked) for a next operator that reads
+    /// it, and gives what gathering first gives otherwise; a computed column gathers first.
     #[test]
-    fn picked_columns_pass_the_selection_on() {
+    fn picked_columns_keep_the_selection() {
         let field = |n: &str| Field::new(n, DataType::Int64, true);
+        let b = (0..100).map(|i| (i % 3 != 0).then_some(-i));
         let input = Batch::try_new(
             Arc::new(Schema::new(vec![field("a"), field("b")])),
             vec![
                 Column::Int64(PrimitiveColumn::from_vec((0..100).collect())),
-                Column::Int64(PrimitiveColumn::from_options(
-                    (0..100).map(|i| (i % 3 != 0).then_some(-i)),
-                )),
+                Column::Int64(PrimitiveColumn::from_options(b)),
             ],
             100,
         )
         .unwrap();
-        let rows: Vec<u32> = (0..100).filter(|i| i % 7 == 2).collect();
-        let selected = || Selected {
-            batch: input.clone(),
-            rows: Some(rows.clone()),
-        };
+        let mask = Bitmap::from_bools((0..100).map(|i| i % 7 == 2 || i > 80));
+        let lives = || [Live::Rows(mask.set_positions()), Live::Mask(mask.clone())];
         let pick = ProjectOp {
             exprs: vec![PhysExpr::Column(1)],
             schema: Arc::new(Schema::new(vec![field("b")])),
@@ -109,15 +106,26 @@ mod tests {
             schema: Arc::new(Schema::new(vec![field("s")])),
         };
         assert!(pick.takes_selection() && !sum.takes_selection());
+        let selected = |live| Selected {
+            batch: input.clone(),
+            live,
+        };
         for op in [&pick, &sum] {
-            let want = op.execute(selected().gather().unwrap()).unwrap();
-            let kept = op.execute_selected(selected(), true).unwrap();
-            assert_eq!(kept.rows.is_some(), op.takes_selection());
-            let gathered = op.execute_selected(selected(), false).unwrap();
-            assert!(gathered.rows.is_none());
-            for got in [kept.gather().unwrap(), gathered.gather().unwrap()] {
-                assert_eq!(got.num_rows(), rows.len());
-                for r in 0..rows.len() {
+            let rows = mask.count_ones();
+            let want = op
+                .execute(selected(Live::Mask(mask.clone())).gather().unwrap())
+                .unwrap();
+            for (live, next_takes) in lives()
+                .into_iter()
+                .chain(lives())
+                .zip([true, true, false, false])
+            {
+                let out = op.execute_selected(selected(live), next_takes).unwrap();
+                let kept = !matches!(out.live, Live::All);
+                assert_eq!(kept, next_takes && op.takes_selection());
+                let got = out.gather().unwrap();
+                assert_eq!(got.num_rows(), rows);
+                for r in 0..rows {
                     assert_eq!(got.column(0).scalar_at(r), want.column(0).scalar_at(r));
                 }
             }
