@@ -111,6 +111,8 @@ impl Utf8Column {
     /// Gathers rows by index; `u32::MAX` yields a null row. The bytes are sized exactly
     /// before copying, so the buffer never grows (and is never copied) on the way.
     pub fn take(&self, indices: &[u32]) -> Self {
+        /// Values up to this long are copied as a fixed block (see below).
+        const SHORT: usize = 16;
         let o = self.offsets();
         let len = |i: u32| {
             if i == u32::MAX {
@@ -120,7 +122,8 @@ impl Utf8Column {
             }
         };
         let total: usize = indices.iter().map(|&i| len(i)).sum();
-        let mut data = Vec::with_capacity(total);
+        let src = self.data();
+        let mut data: Vec<u8> = Vec::with_capacity(total + SHORT);
         let mut offsets = Vec::with_capacity(indices.len() + 1);
         offsets.push(0i64);
         // A run of consecutive rows (most of what a filter keeps) is one copy of its bytes.
@@ -135,6 +138,24 @@ impl Utf8Column {
             let mut end = k + 1;
             while end < indices.len() && indices[end] == first + (end - k) as u32 {
                 end += 1;
+            }
+            let (from, to) = (o[first as usize] as usize, o[first as usize + 1] as usize);
+            if end == k + 1 && to - from <= SHORT && from + SHORT <= src.len() {
+                // One short value (a name, a code: most of what a join gathers): a copy of
+                // a fixed SHORT bytes instead of a call to copy its length.
+                let at = data.len();
+                let bytes: [u8; SHORT] = src[from..from + SHORT].try_into().expect("SHORT");
+                // SAFETY: `data` holds at most `total` bytes once every value is copied and
+                // was made with room for `total + SHORT`, so the SHORT bytes written at its
+                // end are within its capacity; only the value's `to - from` of them are
+                // then counted as its contents, and every byte counted has been written.
+                unsafe {
+                    std::ptr::write_unaligned(data.as_mut_ptr().add(at).cast(), bytes);
+                    data.set_len(at + to - from);
+                }
+                offsets.push(data.len() as i64);
+                k = end;
+                continue;
             }
             let (from, to) = (first as usize, first as usize + (end - k));
             let shift = data.len() as i64 - o[from];
@@ -276,6 +297,31 @@ mod tests {
                 .collect();
             let got: Vec<Option<&str>> = (0..got.len()).map(|i| got.get(i)).collect();
             assert_eq!(got, want, "{rows:?}");
+        }
+    }
+
+    /// Single values copied as a fixed block (up to 16 bytes, not at the very end of the
+    /// bytes) and the rest copied by length give the same values: lengths 0 to 40 around
+    /// the block's size, picked in random order, the last values of the bytes included.
+    #[test]
+    fn short_values_copied_as_blocks_keep_their_bytes() {
+        let mut rng = crate::test_rng::Rng(21);
+        let values: Vec<String> = (0..300)
+            .map(|i| {
+                let n = [0, 1, 15, 16, 17, 40][i % 6].min(rng.below(41) as usize);
+                (0..n)
+                    .map(|k| char::from(b'a' + ((i + k) % 26) as u8))
+                    .collect()
+            })
+            .collect();
+        let col = Utf8Column::from_strs(values.iter().map(|v| Some(v.as_str())));
+        let rows: Vec<u32> = (0..600)
+            .map(|_| rng.below(300) as u32)
+            .chain([299, 298])
+            .collect();
+        let got = col.take(&rows);
+        for (k, &r) in rows.iter().enumerate() {
+            assert_eq!(got.get(k), Some(values[r as usize].as_str()), "row {r}");
         }
     }
 }
