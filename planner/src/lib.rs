@@ -20,6 +20,6 @@ pub use expr::{
     col, lit, lit_date, AggFunc, BinaryOp, ColumnRef, Expr, FrameBound, FrameUnits, ScalarFunc,
     SortExpr, WindowExpr, WindowFrame, WindowFunc,
 };
-pub use optimizer::{memory_scan_filter_order, Optimizer, OptimizerRule, RuleTrace, Transformed};
+pub use optimizer::{memory_scan_filter_order, Optimizer, OptimizerRule, RuleTrace};
 pub use plan::{CsvFiles, JoinKind, LogicalPlan, MemTable, PlanBuilder, Scan, TableSource};
 pub use schema::{PlanField, PlanSchema};

@@ -19,28 +19,10 @@ use crate::error::PlanResult;
 use crate::plan::LogicalPlan;
 
 /// A value plus whether a rewrite changed it.
-#[derive(Debug)]
-pub struct Transformed<T> {
-    pub data: T,
-    pub changed: bool,
-}
-
-impl Transformed<LogicalPlan> {
-    /// Applies `rewrite` to `plan`; changed when the plan's text differs afterwards.
-    pub fn by_text(
-        plan: LogicalPlan,
-        rewrite: impl FnOnce(LogicalPlan) -> PlanResult<LogicalPlan>,
-    ) -> PlanResult<Self> {
-        let before = plan.to_string();
-        let data = rewrite(plan)?;
-        let changed = data.to_string() != before;
-        Ok(Transformed { data, changed })
-    }
-}
-
 pub trait OptimizerRule: Send + Sync {
     fn name(&self) -> &'static str;
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>>;
+    /// The plan rewritten (the same plan where the rule does not apply).
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan>;
 }
 
 /// One rule application that changed the plan.
@@ -120,22 +102,26 @@ impl Optimizer {
         mut plan: LogicalPlan,
         mut trace: Option<&mut Vec<RuleTrace>>,
     ) -> PlanResult<LogicalPlan> {
+        // A rule changed the plan when its text changed; the text after one rule is the
+        // text before the next, so each rewrite is rendered once.
+        let mut text = plan.to_string();
         for pass in 0..self.max_passes {
             let mut changed_any = false;
             for rule in &self.rules {
                 let start = Instant::now();
-                let t = rule.rewrite(plan)?;
-                plan = t.data;
-                if t.changed {
+                plan = rule.rewrite(plan)?;
+                let after = plan.to_string();
+                if after != text {
                     changed_any = true;
                     if let Some(trace) = trace.as_deref_mut() {
                         trace.push(RuleTrace {
                             rule: rule.name(),
                             pass,
                             elapsed: start.elapsed(),
-                            plan: plan.to_string(),
+                            plan: after.clone(),
                         });
                     }
+                    text = after;
                 }
             }
             if !changed_any {

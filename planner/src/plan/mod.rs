@@ -290,6 +290,23 @@ impl LogicalPlan {
         }
     }
 
+    /// The children, to be replaced in place.
+    fn children_mut(&mut self) -> Vec<&mut LogicalPlan> {
+        match self {
+            LogicalPlan::Scan(_) | LogicalPlan::Values { .. } => vec![],
+            LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Projection { input, .. }
+            | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::Window { input, .. }
+            | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Limit { input, .. }
+            | LogicalPlan::Distinct { input }
+            | LogicalPlan::SubqueryAlias { input, .. } => vec![input],
+            LogicalPlan::Join { left, right, .. } => vec![left, right],
+            LogicalPlan::Union { inputs, .. } => inputs.iter_mut().collect(),
+        }
+    }
+
     /// Rebuilds this node over new children, recomputing schemas derived from them.
     pub fn with_new_children(self, mut children: Vec<LogicalPlan>) -> LogicalPlan {
         let mut next = || Box::new(children.remove(0));
@@ -374,10 +391,23 @@ impl LogicalPlan {
 
     /// Applies `f` to each child and rebuilds this node.
     pub fn map_children<E>(
-        self,
+        mut self,
         mut f: impl FnMut(LogicalPlan) -> Result<LogicalPlan, E>,
     ) -> Result<LogicalPlan, E> {
-        let children: Vec<LogicalPlan> = self.children().into_iter().cloned().collect();
+        // The children are moved out (an empty node left in their place until the node is
+        // rebuilt over the new ones), not cloned: a rule walking the plan this way would
+        // otherwise copy every subtree once per level above it.
+        let children: Vec<LogicalPlan> = self
+            .children_mut()
+            .into_iter()
+            .map(|slot| {
+                let empty = LogicalPlan::Values {
+                    rows: Vec::new(),
+                    schema: PlanSchema::default(),
+                };
+                std::mem::replace(slot, empty)
+            })
+            .collect();
         if children.is_empty() {
             return Ok(self);
         }

@@ -7,7 +7,7 @@
 
 use crate::error::PlanResult;
 use crate::expr::{ColumnRef, Expr};
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::{LogicalPlan, PlanBuilder};
 use crate::schema::PlanSchema;
 
@@ -18,8 +18,8 @@ impl OptimizerRule for CommonSubexpressions {
         "common_subexpressions"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 

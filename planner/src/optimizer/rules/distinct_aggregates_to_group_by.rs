@@ -11,7 +11,7 @@
 
 use crate::error::PlanResult;
 use crate::expr::{AggFunc, Expr};
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::{LogicalPlan, PlanBuilder};
 
 pub struct DistinctAggregatesToGroupBy;
@@ -21,8 +21,8 @@ impl OptimizerRule for DistinctAggregatesToGroupBy {
         "distinct_aggregates_to_group_by"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 

@@ -18,7 +18,7 @@
 use crate::error::PlanResult;
 use crate::expr::{ColumnRef, Expr};
 use crate::optimizer::cardinality::estimate_rows;
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::{JoinKind, LogicalPlan, PlanBuilder};
 
 pub struct FilterAggregatesByJoinKeys;
@@ -28,8 +28,8 @@ impl OptimizerRule for FilterAggregatesByJoinKeys {
         "filter_aggregates_by_join_keys"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 

@@ -8,7 +8,7 @@
 
 use crate::error::PlanResult;
 use crate::expr::{BinaryOp, ColumnRef, Expr};
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::{JoinKind, LogicalPlan};
 use crate::schema::PlanSchema;
 
@@ -19,8 +19,8 @@ impl OptimizerRule for PushDownFilter {
         "push_down_filter"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 

@@ -5,7 +5,7 @@
 //! limit that reaches a scan stops the scan.
 
 use crate::error::PlanResult;
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::LogicalPlan;
 
 pub struct PushDownLimit;
@@ -15,8 +15,8 @@ impl OptimizerRule for PushDownLimit {
         "push_down_limit"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::error::PlanResult;
 use crate::expr::{ColumnRef, Expr};
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::{LogicalPlan, PlanBuilder, Scan};
 use crate::schema::PlanSchema;
 
@@ -17,11 +17,9 @@ impl OptimizerRule for PushDownProjection {
         "push_down_projection"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, |p| {
-            let required = all_columns(p.schema());
-            prune(p, required)
-        })
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        let required = all_columns(plan.schema());
+        prune(plan, required)
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::error::PlanResult;
 use crate::expr::Expr;
 use crate::optimizer::cardinality::{estimate_rows, key_distinct, keyed_join_rows, selectivity};
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::{JoinKind, LogicalPlan};
 use crate::schema::PlanSchema;
 
@@ -21,8 +21,8 @@ impl OptimizerRule for PushDownSemiJoins {
         "push_down_semi_joins"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 

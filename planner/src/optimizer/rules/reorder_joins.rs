@@ -24,7 +24,7 @@ use super::push_down_filter::conjuncts;
 use crate::error::PlanResult;
 use crate::expr::{BinaryOp, Expr};
 use crate::optimizer::cardinality::estimate_rows;
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::{JoinKind, LogicalPlan};
 use crate::schema::PlanSchema;
 
@@ -35,8 +35,8 @@ impl OptimizerRule for ReorderJoins {
         "reorder_joins"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 

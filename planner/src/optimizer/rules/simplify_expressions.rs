@@ -11,7 +11,7 @@ use morsel_storage::ScalarValue;
 
 use crate::error::PlanResult;
 use crate::expr::{BinaryOp, Expr};
-use crate::optimizer::{OptimizerRule, Transformed};
+use crate::optimizer::OptimizerRule;
 use crate::plan::LogicalPlan;
 use crate::schema::PlanSchema;
 
@@ -22,8 +22,8 @@ impl OptimizerRule for SimplifyExpressions {
         "simplify_expressions"
     }
 
-    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<Transformed<LogicalPlan>> {
-        Transformed::by_text(plan, rewrite)
+    fn rewrite(&self, plan: LogicalPlan) -> PlanResult<LogicalPlan> {
+        rewrite(plan)
     }
 }
 
