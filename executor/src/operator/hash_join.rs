@@ -329,14 +329,17 @@ fn lay_out_rows(key_of_row: &[u32], keys: usize, threads: usize) -> (Vec<u32>, V
     let bounds: Vec<(u32, u32)> = even_ranges(keys, threads)
         .map(|(lo, hi)| (lo as u32, hi as u32))
         .collect();
-    // A NULL key's `u32::MAX` is in no range.
+    // A worker's slot of key `k`: its own keys' slots, and one more past them for every other
+    // key (a NULL key's `u32::MAX` included), so that no row takes a branch (with two
+    // workers, whether a row is a worker's own is a coin toss: a mispredicted branch on
+    // every other row).
+    let slot = |k: u32, lo: u32, hi: u32| (k.wrapping_sub(lo)).min(hi - lo) as usize;
     let counts = parallel_map(threads, bounds.clone(), |_, (lo, hi)| {
-        let mut c = vec![0u32; (hi - lo) as usize];
+        let mut c = vec![0u32; (hi - lo) as usize + 1];
         for &k in key_of_row {
-            if (lo..hi).contains(&k) {
-                c[(k - lo) as usize] += 1;
-            }
+            c[slot(k, lo, hi)] += 1;
         }
+        c.pop();
         c
     });
     let mut starts = Vec::with_capacity(keys + 1);
@@ -357,17 +360,21 @@ fn lay_out_rows(key_of_row: &[u32], keys: usize, threads: usize) -> (Vec<u32>, V
     }
     parallel_map(threads, shares, |_, (lo, hi, share)| {
         let base = starts[lo as usize];
+        // Rows of other keys are all written to one place past the share's end.
+        let mut placed = vec![0u32; share.len() + 1];
         let mut fill: Vec<u32> = starts[lo as usize..hi as usize]
             .iter()
             .map(|s| s - base)
+            .chain([share.len() as u32])
             .collect();
         for (r, &k) in key_of_row.iter().enumerate() {
-            if (lo..hi).contains(&k) {
-                let f = &mut fill[(k - lo) as usize];
-                share[*f as usize] = r as u32;
-                *f += 1;
-            }
+            let s = slot(k, lo, hi);
+            let f = &mut fill[s];
+            placed[*f as usize] = r as u32;
+            // The place past the end stays put.
+            *f += u32::from(s < (hi - lo) as usize);
         }
+        share.copy_from_slice(&placed[..share.len()]);
     });
     (starts, rows)
 }

@@ -227,17 +227,21 @@ fn dense_slots(
         ranges.push((lo, range));
         rest = after;
     }
-    // Mark each range's values (1), counting them.
+    // Mark each range's values (1), counting them. Values outside the range (those below
+    // wrap to offsets past its end) and NULLs mark one place past it: no branch per row
+    // (with two workers, whether a value is a worker's own is a coin toss).
     let marked = parallel_map(threads, ranges, |_, (lo, range)| {
-        let mut distinct = 0u32;
+        let past = range.len();
+        let mut marks = vec![0u8; past + 1];
         for_each_int(col, |_, v| {
-            // Values below the range wrap to offsets past its end.
-            if let Some(slot) = v.and_then(|v| range.get_mut(((v - min) as usize).wrapping_sub(lo)))
-            {
-                distinct += u32::from(*slot == 0);
-                *slot = 1;
-            }
+            let at = v.map_or(past, |v| ((v - min) as usize).wrapping_sub(lo).min(past));
+            marks[at] = 1;
         });
+        let mut distinct = 0u32;
+        for (slot, &m) in range.iter_mut().zip(&marks) {
+            *slot = u32::from(m);
+            distinct += u32::from(m);
+        }
         (range, distinct)
     });
     let keys: u32 = marked.iter().map(|(_, d)| d).sum();
