@@ -76,9 +76,10 @@ pub trait Operator: Send + Sync {
     }
 }
 
-/// A batch and which of its rows are live: a filter lists its survivors, and an operator
+/// A batch and which of its rows are live: a filter hands on its survivors, and an operator
 /// that reads selections (a join probe) reads the key columns at those rows only and
-/// gathers the other columns once, with its matches, instead of after the filter too.
+/// gathers the other columns once, with its matches, instead of after the filter too; a
+/// projection that picks columns passes the selection on or gathers only its columns.
 pub struct Selected {
     pub batch: Batch,
     pub live: Live,

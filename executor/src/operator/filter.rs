@@ -1,14 +1,15 @@
 //! Filter: keeps the rows where the predicate is true (not false, not NULL). The predicate's
 //! conjuncts run in order over the whole batch, their masks ANDed, until they have ruled out
 //! half the rows (seven in eight when the next test is cheap: a column read whole streams
-//! faster than read at scattered rows); from then on the survivors' positions are listed. A conjunct comparing a
-//! column with a constant, with an IN list of constants or with another column then reads
-//! its columns at those positions only and drops the ones that fail; another cheap one
-//! (numbers, a comparison or two) is tested on the whole batch; any other runs on the
-//! survivors gathered. The kept rows are gathered once at the end, or, when the next
-//! operator reads selections (a join probe), handed on as the list. When every row passes,
-//! the batch goes through untouched. Comparisons of one integer-like column with constants
-//! (a date range) run as one range test per row.
+//! faster than read at scattered rows); from then on the survivors' positions are listed.
+//! A conjunct comparing a column with a constant, with an IN list of constants or with
+//! another column then reads its columns at those positions only and drops the ones that
+//! fail; another cheap one (numbers, a comparison or two) is tested on the whole batch; any
+//! other runs on the survivors gathered. The kept rows are gathered once at the end, or,
+//! when the next operator reads selections (a join probe, a projection that picks columns),
+//! handed on as they are: listed, or as the mask. When every row passes, the batch goes
+//! through untouched. Comparisons of one integer-like column with constants (a date range)
+//! run as one range test per row.
 
 use morsel_planner::BinaryOp;
 use morsel_storage::{Batch, Bitmap, Column, DataType, ScalarValue};

@@ -108,8 +108,9 @@ impl Utf8Column {
         }
     }
 
-    /// Gathers rows by index; `u32::MAX` yields a null row. The bytes are sized exactly
-    /// before copying, so the buffer never grows (and is never copied) on the way.
+    /// Gathers rows by index; `u32::MAX` yields a null row. The bytes are sized before
+    /// copying (with room for one short value's block past them), so the buffer never grows
+    /// (and is never copied) on the way.
     pub fn take(&self, indices: &[u32]) -> Self {
         /// Values up to this long are copied as a fixed block (see below).
         const SHORT: usize = 16;
