@@ -255,6 +255,25 @@ pub enum LogicalPlan {
     },
 }
 
+/// A node's children, borrowed as `$plan` is (`iter` or `iter_mut` for a union's inputs).
+macro_rules! children_of {
+    ($plan:expr, $iter:ident) => {
+        match $plan {
+            LogicalPlan::Scan(_) | LogicalPlan::Values { .. } => vec![],
+            LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Projection { input, .. }
+            | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::Window { input, .. }
+            | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Limit { input, .. }
+            | LogicalPlan::Distinct { input }
+            | LogicalPlan::SubqueryAlias { input, .. } => vec![input],
+            LogicalPlan::Join { left, right, .. } => vec![left, right],
+            LogicalPlan::Union { inputs, .. } => inputs.$iter().collect(),
+        }
+    };
+}
+
 impl LogicalPlan {
     /// The output schema.
     pub fn schema(&self) -> &PlanSchema {
@@ -275,36 +294,12 @@ impl LogicalPlan {
     }
 
     pub fn children(&self) -> Vec<&LogicalPlan> {
-        match self {
-            LogicalPlan::Scan(_) | LogicalPlan::Values { .. } => vec![],
-            LogicalPlan::Filter { input, .. }
-            | LogicalPlan::Projection { input, .. }
-            | LogicalPlan::Aggregate { input, .. }
-            | LogicalPlan::Window { input, .. }
-            | LogicalPlan::Sort { input, .. }
-            | LogicalPlan::Limit { input, .. }
-            | LogicalPlan::Distinct { input }
-            | LogicalPlan::SubqueryAlias { input, .. } => vec![input],
-            LogicalPlan::Join { left, right, .. } => vec![left, right],
-            LogicalPlan::Union { inputs, .. } => inputs.iter().collect(),
-        }
+        children_of!(self, iter)
     }
 
     /// The children, to be replaced in place.
     fn children_mut(&mut self) -> Vec<&mut LogicalPlan> {
-        match self {
-            LogicalPlan::Scan(_) | LogicalPlan::Values { .. } => vec![],
-            LogicalPlan::Filter { input, .. }
-            | LogicalPlan::Projection { input, .. }
-            | LogicalPlan::Aggregate { input, .. }
-            | LogicalPlan::Window { input, .. }
-            | LogicalPlan::Sort { input, .. }
-            | LogicalPlan::Limit { input, .. }
-            | LogicalPlan::Distinct { input }
-            | LogicalPlan::SubqueryAlias { input, .. } => vec![input],
-            LogicalPlan::Join { left, right, .. } => vec![left, right],
-            LogicalPlan::Union { inputs, .. } => inputs.iter_mut().collect(),
-        }
+        children_of!(self, iter_mut)
     }
 
     /// Rebuilds this node over new children, recomputing schemas derived from them.
