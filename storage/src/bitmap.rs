@@ -123,8 +123,9 @@ impl Bitmap {
     }
 
     /// Packs `f(v)` for every value of `values`, 64 at a time. Reading the slice by chunks
-    /// leaves no bounds check in the loop, so the compiler vectorizes it (a comparison of
-    /// a date column with a range: 4.6x over [`Bitmap::from_fn`] indexing the slice).
+    /// leaves no bounds check in the loop, so the compiler vectorizes it (a date column
+    /// tested against a range: 1.09 -> 0.31-0.42 ns a row over [`Bitmap::from_fn`] indexing
+    /// the slice).
     pub fn from_values<T: Copy>(values: &[T], f: impl Fn(T) -> bool) -> Self {
         Self::from_chunks(values.len(), values.chunks(64).map(|c| pack(c, &f)))
     }
