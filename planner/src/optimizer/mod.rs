@@ -1,6 +1,6 @@
 //! The optimizer: named rules, each an idempotent whole-plan rewrite, run in a fixed order
-//! until none changes the plan (or an iteration cap is hit). Every change can be recorded with the plan
-//! it produced, which EXPLAIN VERBOSE will show.
+//! until none changes the plan (or an iteration cap is hit). Every change can be recorded
+//! with the plan it produced, which EXPLAIN VERBOSE will show.
 
 pub mod cardinality;
 mod rules;
