@@ -18,6 +18,7 @@ pub mod kernels;
 pub mod operator;
 mod physical;
 mod scheduler;
+mod selected;
 mod shared;
 mod source;
 

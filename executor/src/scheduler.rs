@@ -12,11 +12,11 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use morsel_storage::csv::Block;
-use morsel_storage::{Batch, Bitmap};
+use morsel_storage::Batch;
 
 use crate::context::{pool, ExecContext, PipelineStats, StageLabel, StageStats};
 use crate::error::{ExecError, ExecResult};
-use crate::kernels::select;
+use crate::selected::{Live, Selected};
 
 /// A unit of work: a sequence number (its place in the source's order) and what to read.
 #[derive(Debug)]
@@ -73,61 +73,6 @@ pub trait Operator: Send + Sync {
         _next_takes_selection: bool,
     ) -> ExecResult<Selected> {
         Ok(Selected::all(self.execute(input.gather()?)?))
-    }
-}
-
-/// A batch and which of its rows are live: a filter hands on its survivors, and an operator
-/// that reads selections (a join probe) reads the key columns at those rows only and
-/// gathers the other columns once, with its matches, instead of after the filter too; a
-/// projection that picks columns passes the selection on or gathers only its columns.
-pub struct Selected {
-    pub batch: Batch,
-    pub live: Live,
-}
-
-/// Which rows of a batch are live.
-pub enum Live {
-    All,
-    /// These positions, increasing.
-    Rows(Vec<u32>),
-    /// The rows whose bit is set (many of them: a filter lists its survivors once few are
-    /// left, and an operator that reads positions lists a mask's).
-    Mask(Bitmap),
-}
-
-impl Selected {
-    pub fn all(batch: Batch) -> Self {
-        Selected {
-            batch,
-            live: Live::All,
-        }
-    }
-
-    /// How many rows are live.
-    pub fn num_rows(&self) -> usize {
-        match &self.live {
-            Live::All => self.batch.num_rows(),
-            Live::Rows(rows) => rows.len(),
-            Live::Mask(mask) => mask.count_ones(),
-        }
-    }
-
-    /// The live rows as a batch of their own.
-    pub fn gather(self) -> ExecResult<Batch> {
-        match self.live {
-            Live::All => Ok(self.batch),
-            Live::Rows(rows) => select::take_batch(&self.batch, &rows),
-            Live::Mask(mask) => select::filter_batch(&self.batch, &mask),
-        }
-    }
-
-    /// The batch and the live rows' positions (`None`: every row).
-    pub fn listed(self) -> (Batch, Option<Vec<u32>>) {
-        match self.live {
-            Live::All => (self.batch, None),
-            Live::Rows(rows) => (self.batch, Some(rows)),
-            Live::Mask(mask) => (self.batch, Some(mask.set_positions())),
-        }
     }
 }
 

@@ -17,7 +17,8 @@ use morsel_storage::{Batch, Bitmap, Column, DataType, ScalarValue};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::{boolean, compare, select};
-use crate::scheduler::{Live, Operator, Selected};
+use crate::scheduler::Operator;
+use crate::selected::{Live, Selected};
 
 pub struct FilterOp {
     /// The conjuncts of `a AND b AND ...` (never empty), in order, ranges merged.

@@ -12,6 +12,10 @@
 //!
 //! A semi, anti or mark join without a filter asks only whether a key has a build row: its
 //! table keeps the keys and no rows per key, and each matching probe row yields one pair.
+//!
+//! An inner or semi probe followed by an operator that reads selections gathers nothing:
+//! it hands on its matches as row numbers (`selected::Joined`), and the next probe in a
+//! chain gathers only its key columns.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,7 +28,8 @@ use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::boolean;
-use crate::scheduler::{parallel_map, Operator, Selected, Sink};
+use crate::scheduler::{parallel_map, Operator, Sink};
+use crate::selected::{BuildRows, Joined, Live, Selected};
 
 /// The indexed build side.
 pub struct JoinTable {
@@ -600,6 +605,89 @@ impl HashProbeOp {
         m
     }
 
+    /// Probes with the rows `rows` of `batch` (`None`: every row); the matches are left
+    /// ungathered.
+    fn probe_rows_of(&self, batch: Batch, rows: Option<Vec<u32>>) -> ExecResult<Selected> {
+        let cols = self
+            .probe_keys
+            .iter()
+            .map(|e| e.evaluate(&batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let (n, room) = (
+            batch.num_rows(),
+            rows.as_ref().map_or(batch.num_rows(), Vec::len),
+        );
+        let found = self.table.candidates(
+            &cols,
+            n,
+            rows.as_deref(),
+            Vec::with_capacity(room),
+            Vec::with_capacity(room),
+        )?;
+        // The pairs' probe rows are rows of `batch`, in its order.
+        let live = match self.kind {
+            JoinKind::Semi => {
+                let mut kept = found.probe;
+                kept.dedup();
+                Live::Rows(kept)
+            }
+            _ => {
+                let build = BuildRows {
+                    batch: self.table.build.clone(),
+                    rows: found.build,
+                };
+                let joined = Joined::new(self.schema.clone(), &batch, found.probe, build);
+                Live::Joined(Box::new(joined))
+            }
+        };
+        Ok(Selected { batch, live })
+    }
+
+    /// Probes with the matches of earlier joins, gathering only the key columns; the
+    /// matches are left ungathered. Keys computed from columns are computed on the
+    /// matches gathered.
+    fn probe_joined(&self, batch: Batch, mut joined: Joined) -> ExecResult<Selected> {
+        let key_columns: Option<Vec<usize>> = self
+            .probe_keys
+            .iter()
+            .map(|e| match e {
+                PhysExpr::Column(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        let Some(key_columns) = key_columns else {
+            return self.probe_rows_of(joined.gather(&batch)?, None);
+        };
+        let cols: Vec<Column> = key_columns
+            .iter()
+            .map(|&c| joined.column(&batch, c))
+            .collect();
+        let n = joined.num_rows();
+        let found =
+            self.table
+                .candidates(&cols, n, None, Vec::with_capacity(n), Vec::with_capacity(n))?;
+        // The pairs' probe rows are positions among the matches so far.
+        match self.kind {
+            JoinKind::Semi => {
+                let mut kept = found.probe;
+                kept.dedup();
+                joined.keep(&kept);
+            }
+            _ => {
+                joined.keep(&found.probe);
+                joined = joined.with_build(BuildRows {
+                    batch: self.table.build.clone(),
+                    rows: found.build,
+                });
+            }
+        }
+        joined.schema = self.schema.clone();
+        Ok(Selected {
+            batch,
+            live: Live::Joined(Box::new(joined)),
+        })
+    }
+
     /// The probe rows where `keep` holds, with the probe side's columns only.
     fn probe_rows(&self, batch: &Batch, keep: impl Fn(usize) -> bool) -> ExecResult<Batch> {
         let rows: Vec<u32> = (0..batch.num_rows())
@@ -623,45 +711,29 @@ impl Operator for HashProbeOp {
             && !self.probe_keys.is_empty()
     }
 
-    /// The keys are read at the selected rows only, and the probe side's columns gathered
-    /// once, at the matches' rows.
+    /// The keys are read at the selected rows only. The matches are handed on as row
+    /// numbers when the next operator reads selections, else every column is gathered once,
+    /// at the matches' rows.
     fn execute_selected(
         &self,
         input: Selected,
-        _next_takes_selection: bool,
+        next_takes_selection: bool,
     ) -> ExecResult<Selected> {
         if !self.takes_selection() {
             return Ok(Selected::all(self.execute(input.gather()?)?));
         }
-        let (batch, rows) = match input.listed() {
-            (batch, Some(rows)) => (batch, rows),
-            (batch, None) => return Ok(Selected::all(self.execute(batch)?)),
+        let batch = input.batch;
+        let out = match input.live {
+            Live::Joined(j) => self.probe_joined(batch, *j)?,
+            Live::All if !next_takes_selection => return Ok(Selected::all(self.execute(batch)?)),
+            Live::All => self.probe_rows_of(batch, None)?,
+            Live::Rows(rows) => self.probe_rows_of(batch, Some(rows))?,
+            Live::Mask(mask) => self.probe_rows_of(batch, Some(mask.set_positions()))?,
         };
-        let cols = self
-            .probe_keys
-            .iter()
-            .map(|e| e.evaluate(&batch))
-            .collect::<ExecResult<Vec<_>>>()?;
-        let (n, room) = (batch.num_rows(), rows.len());
-        let found = self.table.candidates(
-            &cols,
-            n,
-            Some(&rows),
-            Vec::with_capacity(room),
-            Vec::with_capacity(room),
-        )?;
-        // The pairs' probe rows are rows of `batch`, in its order.
-        let (p, b) = (found.probe, found.build);
-        let out = match self.kind {
-            JoinKind::Semi => {
-                let mut kept = p;
-                kept.dedup();
-                let columns = batch.columns().iter().map(|c| c.take(&kept)).collect();
-                Batch::try_new(self.schema.clone(), columns, kept.len())?
-            }
-            _ => self.assemble(&batch, &p, &b, &self.schema)?,
-        };
-        Ok(Selected::all(out))
+        match next_takes_selection {
+            true => Ok(out),
+            false => Ok(Selected::all(out.gather()?)),
+        }
     }
 
     fn execute(&self, batch: Batch) -> ExecResult<Batch> {
@@ -748,7 +820,7 @@ mod tests {
     use morsel_storage::{DataType, Field, PrimitiveColumn, Schema};
 
     use super::*;
-    use crate::scheduler::Live;
+    use crate::selected::Live;
     use morsel_storage::test_rng::Rng;
 
     fn batch(keys: &[Option<i64>]) -> Batch {
@@ -827,6 +899,110 @@ mod tests {
                 let gathered = crate::kernels::select::take_batch(&batch(&input), &rows).unwrap();
                 let want = op.execute(gathered).unwrap();
                 assert_eq!(got.num_rows(), want.num_rows(), "{kind:?} {keep_in_10}");
+                for c in 0..want.num_columns() {
+                    for i in 0..want.num_rows() {
+                        assert_eq!(got.column(c).scalar_at(i), want.column(c).scalar_at(i));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A batch of nullable integer columns named `c0`, `c1`, ...
+    fn int_batch(cols: &[&[Option<i64>]]) -> Batch {
+        let fields = (0..cols.len())
+            .map(|i| Field::new(format!("c{i}"), DataType::Int64, true))
+            .collect();
+        let columns = cols
+            .iter()
+            .map(|c| Column::Int64(PrimitiveColumn::from_options(c.iter().copied())))
+            .collect();
+        Batch::try_new(Arc::new(Schema::new(fields)), columns, cols[0].len()).unwrap()
+    }
+
+    /// A probe on key column `key` against `build` (keyed by its column 0) of a `width`-column
+    /// input.
+    fn probe_op(build: &Batch, key: usize, kind: JoinKind, width: usize) -> HashProbeOp {
+        let keys_only = kind == JoinKind::Semi;
+        let table = JoinTable::new(build.clone(), &[PhysExpr::Column(0)], keys_only, 1).unwrap();
+        let field = |i| Field::new(format!("c{i}"), DataType::Int64, true);
+        let pair_width = width + build.num_columns();
+        let pair_schema = Arc::new(Schema::new((0..pair_width).map(field).collect()));
+        let schema = match kind {
+            JoinKind::Semi => Arc::new(Schema::new((0..width).map(field).collect())),
+            _ => pair_schema.clone(),
+        };
+        HashProbeOp {
+            table: Arc::new(table),
+            probe_keys: vec![PhysExpr::Column(key)],
+            kind,
+            filter: None,
+            pair_schema,
+            schema,
+            matched: None,
+        }
+    }
+
+    /// A chain of probes (inner and semi, duplicate keys, NULLs) with a projection that
+    /// picks columns between them, handing matches on ungathered, gives what running each
+    /// operator on the previous one's gathered output gives, from every kind of selection.
+    #[test]
+    fn chained_probes_left_ungathered_equal_probes_gathered_at_each_step() {
+        use crate::operator::project::ProjectOp;
+        let mut r = Rng(31);
+        let n = 3000;
+        let input = keys(&mut r, n, 200, 1);
+        let build1 = int_batch(&[&keys(&mut r, 150, 200, 1), &keys(&mut r, 150, 90, 1)]);
+        let build2 = int_batch(&[&keys(&mut r, 60, 90, 1), &keys(&mut r, 60, 1000, 7)]);
+        for second in [JoinKind::Inner, JoinKind::Semi] {
+            // (k) x build1 -> (k, b0, b1); pick (b1, k); (b1, k) x build2 on b1; then on k
+            // against build1 again.
+            let first = probe_op(&build1, 0, JoinKind::Inner, 1);
+            let pick = ProjectOp {
+                exprs: vec![PhysExpr::Column(2), PhysExpr::Column(0)],
+                schema: Arc::new(Schema::new(vec![
+                    Field::new("c0", DataType::Int64, true),
+                    Field::new("c1", DataType::Int64, true),
+                ])),
+            };
+            let mid = probe_op(&build2, 0, second, 2);
+            let width = mid.schema.fields.len();
+            let last = probe_op(&build1, 1, JoinKind::Inner, width);
+            let ops: [&dyn Operator; 4] = [&first, &pick, &mid, &last];
+            let rows: Vec<u32> = (0..n as u32).filter(|_| r.below(3) != 0).collect();
+            let lives = [
+                Live::All,
+                Live::Rows(rows.clone()),
+                Live::Mask(morsel_storage::Bitmap::from_bools(
+                    (0..n as u32).map(|i| rows.binary_search(&i).is_ok()),
+                )),
+            ];
+            for live in lives {
+                let mut want = Selected {
+                    batch: int_batch(&[&input]),
+                    live: match &live {
+                        Live::All => Live::All,
+                        Live::Rows(r) => Live::Rows(r.clone()),
+                        _ => Live::Rows(rows.clone()),
+                    },
+                }
+                .gather()
+                .unwrap();
+                for op in ops {
+                    want = op.execute(want).unwrap();
+                }
+                let mut got = Selected {
+                    batch: int_batch(&[&input]),
+                    live,
+                };
+                for (i, op) in ops.iter().enumerate() {
+                    got = op.execute_selected(got, i + 1 < ops.len()).unwrap();
+                    let ungathered = matches!(got.live, Live::Joined(_));
+                    assert_eq!(ungathered, i + 1 < ops.len());
+                }
+                let got = got.gather().unwrap();
+                assert!(want.num_rows() > 0);
+                assert_eq!(got.num_rows(), want.num_rows(), "{second:?}");
                 for c in 0..want.num_columns() {
                     for i in 0..want.num_rows() {
                         assert_eq!(got.column(c).scalar_at(i), want.column(c).scalar_at(i));

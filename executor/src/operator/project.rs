@@ -2,13 +2,15 @@
 //! columns reads a selection as it is (its columns are the input's, so the live rows are
 //! the same ones): it hands the selection on to an operator that reads one (a filter's
 //! survivors reach a join probe across the projection that prunes the columns between
-//! them), and otherwise gathers only the columns it picks.
+//! them), and otherwise gathers only the columns it picks. Join matches not gathered yet
+//! are picked from where each column is read.
 
 use morsel_storage::{Batch, SchemaRef};
 
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
-use crate::scheduler::{Operator, Selected};
+use crate::scheduler::Operator;
+use crate::selected::{Live, Selected};
 
 pub struct ProjectOp {
     pub exprs: Vec<PhysExpr>,
@@ -16,9 +18,15 @@ pub struct ProjectOp {
 }
 
 impl ProjectOp {
-    /// Whether every output column is an input column as it is.
-    fn picks_columns(&self) -> bool {
-        self.exprs.iter().all(|e| matches!(e, PhysExpr::Column(_)))
+    /// The input column of each output column, when every one is an input column as it is.
+    fn picked_columns(&self) -> Option<Vec<usize>> {
+        self.exprs
+            .iter()
+            .map(|e| match e {
+                PhysExpr::Column(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -41,22 +49,30 @@ impl Operator for ProjectOp {
     }
 
     fn takes_selection(&self) -> bool {
-        self.picks_columns()
+        self.exprs.iter().all(|e| matches!(e, PhysExpr::Column(_)))
     }
 
     /// Picks the columns of the whole batch (no row is copied) and keeps the selection for
-    /// a next operator that reads it, else gathers only the picked columns.
+    /// a next operator that reads it, else gathers only the picked columns. Join matches not
+    /// gathered yet are picked from where each column is read.
     fn execute_selected(
         &self,
         input: Selected,
         next_takes_selection: bool,
     ) -> ExecResult<Selected> {
-        if !self.picks_columns() {
-            return Ok(Selected::all(self.execute(input.gather()?)?));
-        }
-        let picked = Selected {
-            batch: self.execute(input.batch)?,
-            live: input.live,
+        let picked = match self.picked_columns() {
+            None => return Ok(Selected::all(self.execute(input.gather()?)?)),
+            Some(picked) => picked,
+        };
+        let picked = match input.live {
+            Live::Joined(j) => Selected {
+                batch: input.batch,
+                live: Live::Joined(Box::new(j.pick(&picked, self.schema.clone()))),
+            },
+            live => Selected {
+                batch: self.execute(input.batch)?,
+                live,
+            },
         };
         match next_takes_selection {
             true => Ok(picked),
@@ -74,7 +90,8 @@ mod tests {
 
     use super::ProjectOp;
     use crate::expr::PhysExpr;
-    use crate::scheduler::{Live, Operator, Selected};
+    use crate::scheduler::Operator;
+    use crate::selected::{Live, Selected};
 
     /// Picking columns keeps a selection (listed or masked) for a next operator that reads
     /// it, and gives what gathering first gives otherwise; a computed column gathers first.
