@@ -468,3 +468,41 @@ fn a_memory_scan_filter_shows_its_order() {
         "{text}"
     );
 }
+
+/// How many groupings of `sql`'s plan may leave their groups in partition order.
+fn unordered_groupings(s: &Session, sql: &str) -> usize {
+    let text = lines(s, &format!("EXPLAIN {sql}")).join(" ");
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    text.matches("(nothing reads their order)").count()
+}
+
+/// A grouping whose output order nothing can see (it feeds an order-blind aggregate, or a
+/// sort whose keys leave no ties) skips putting first-seen order back; one whose order
+/// reaches the result, a limit, or a float sum keeps it.
+#[test]
+fn groupings_whose_order_nothing_reads_skip_first_seen_order() {
+    let s = Session::with_threads(2);
+    let people = "'tests/data/people.csv'";
+    let cases = [
+        // Q16's shape: a DISTINCT count (a grouping under a grouping) under a sort by
+        // every group key.
+        (format!("SELECT city, count(DISTINCT age) AS n FROM {people} GROUP BY city ORDER BY n DESC, city"), 2),
+        (format!("SELECT n, count(*) FROM (SELECT city, count(*) AS n FROM {people} GROUP BY city) t GROUP BY n ORDER BY n"), 2),
+        // The result sees the order.
+        (format!("SELECT city, count(*) FROM {people} GROUP BY city"), 0),
+        // Ties on n leave the inner order to the sort's stable order.
+        (format!("SELECT city, n FROM (SELECT city, count(*) AS n FROM {people} GROUP BY city) t ORDER BY n"), 0),
+        // A float sum adds in input order (the inner grouping keeps it; the outer one, sorted
+        // by its key, need not); a limit takes the first rows.
+        (format!("SELECT n, sum(score) FROM (SELECT city, count(*) AS n, max(score) AS score FROM {people} GROUP BY city) t GROUP BY n ORDER BY n"), 1),
+        (format!("SELECT n, count(*) FROM (SELECT city, count(*) AS n FROM {people} GROUP BY city LIMIT 2) t GROUP BY n ORDER BY n"), 1),
+    ];
+    for (sql, unordered) in &cases {
+        assert_eq!(unordered_groupings(&s, sql), *unordered, "{sql}");
+        let at = |threads| {
+            let s = Session::with_threads(threads);
+            s.execute(sql).expect("runs").rows().to_vec()
+        };
+        assert_eq!(at(1), at(8), "{sql}");
+    }
+}

@@ -1,5 +1,6 @@
 //! Per-query execution context: worker count, cancellation, metrics, and the process-wide pool.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -116,6 +117,9 @@ pub struct ExecContext {
     pub explain_only: bool,
     /// Results of subplans the query holds more than once (set by `execute`).
     pub shared: Arc<SharedResults>,
+    /// The aggregates whose output order nothing observes, by node address (set by
+    /// `execute`; see `physical::order`): they may leave their groups in partition order.
+    pub unordered: Arc<HashSet<usize>>,
 }
 
 impl Default for ExecContext {
@@ -133,6 +137,7 @@ impl ExecContext {
             fusion: true,
             explain_only: false,
             shared: Arc::default(),
+            unordered: Arc::default(),
         }
     }
 

@@ -183,6 +183,12 @@ impl SharedResults {
         key
     }
 
+    /// Whether the query reads `plan`'s result more than once (and no reader has it yet).
+    pub fn holds(&self, plan: &LogicalPlan) -> bool {
+        let entries = self.entries.lock().expect("shared results");
+        !entries.is_empty() && entries.contains_key(&Self::key(plan))
+    }
+
     /// The result of `plan` where the query reads it more than once, `None` elsewhere (the
     /// caller builds it as usual): `compute` runs for the first reader and its batches are
     /// kept for the others, then forgotten after the last.

@@ -47,6 +47,9 @@ pub struct AggregateSink {
     pub schema: SchemaRef,
     /// Workers for the partitioned merge.
     pub threads: usize,
+    /// Groups merged by partition are put back in first-seen order; without, they stay in
+    /// partition order (for an aggregate whose output order nothing observes).
+    pub keep_order: bool,
 }
 
 /// The partitioned merge runs when the partials hold at least this many groups in all, and
@@ -361,12 +364,18 @@ impl Sink for AggregateSink {
             "global aggregate: one partial per morsel, merged in morsel order".to_string()
         } else {
             format!(
-                "hash aggregate on {} key(s), groups in first-seen order: per morsel a group \
+                "hash aggregate on {} key(s), groups in {}: per morsel a group \
                  table, or, when its keys are mostly distinct (est. 1 in \
                  {SCATTER_DISTINCT_PER_ROWS} rows), its rows scattered into {PARTITIONS} \
                  partitions by key hash; merged in morsel order, by partition in parallel past \
                  {PARTITIONED_MERGE_GROUPS} groups",
-                self.group.len()
+                self.group.len(),
+                match self.keep_order {
+                    true => "first-seen order",
+                    false =>
+                        "first-seen order, or partition order when merged by partition \
+                              (nothing reads their order)",
+                }
             )
         }];
         d.extend(crate::physical::fused_details(
@@ -621,6 +630,7 @@ mod tests {
             aggs,
             schema: Arc::new(Schema::new(fields)),
             threads,
+            keep_order: true,
         }
     }
 
@@ -780,7 +790,8 @@ mod tests {
     /// key (grouped by value), one text key (by its bytes) and two keys (encoded). Float
     /// sums agree to rounding only: a table adds a batch with few groups by lanes
     /// (`few_groups`), scattered rows in row order. Each way is the same bit for bit at
-    /// every thread count.
+    /// every thread count. Without first-seen order put back, the groups are the same ones
+    /// in partition order, also the same bit for bit at every thread count.
     #[test]
     fn scattered_rows_equal_group_tables() {
         let input = morsels();
@@ -792,10 +803,16 @@ mod tests {
                 .collect();
             let expect = rows(&serial.merge_serial(tables).unwrap());
             assert!(expect.len() > 5, "{} groups", expect.len());
-            let mut at_one_thread = [None, None];
+            let mut sorted_expect = expect.clone();
+            sorted_expect.sort();
+            let mut at_one_thread = [None, None, None, None];
             for threads in [1, 2, 8] {
-                let s = sink(threads, keys);
-                for (every, first) in [1, 2].into_iter().zip(&mut at_one_thread) {
+                let ways = [(1, true), (2, true), (1, false), (2, false)];
+                for ((every, keep_order), first) in ways.into_iter().zip(&mut at_one_thread) {
+                    let s = AggregateSink {
+                        keep_order,
+                        ..sink(threads, keys)
+                    };
                     let partials: Vec<Partial> = input
                         .iter()
                         .enumerate()
@@ -807,7 +824,14 @@ mod tests {
                     let scattered = partials.iter().filter(|p| p.is_scattered()).count();
                     assert_eq!(scattered, input.len().div_ceil(every));
                     let got = rows(&s.merge_partitioned(partials).unwrap());
-                    assert_same_to_rounding(&got, &expect);
+                    if keep_order {
+                        assert_same_to_rounding(&got, &expect);
+                    } else {
+                        assert_ne!(got, expect, "partition order is not first-seen order");
+                        let mut sorted = got.clone();
+                        sorted.sort();
+                        assert_same_to_rounding(&sorted, &sorted_expect);
+                    }
                     assert_eq!(&got, first.get_or_insert_with(|| got.clone()), "{threads}");
                 }
             }

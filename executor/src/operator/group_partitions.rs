@@ -260,6 +260,14 @@ impl AggregateSink {
         let merged = parallel_map(self.threads, by_partition, |p, pieces| {
             self.reduce_partition(p, pieces)
         });
+        if !self.keep_order {
+            // Partition order: nothing reads the groups' order.
+            let parts = merged
+                .into_iter()
+                .map(|m| m.map(|(_, columns)| columns))
+                .collect::<ExecResult<Vec<_>>>()?;
+            return self.concat_parts(&parts, None);
+        }
         // Each partial's positions get the row they land on in the concatenated partitions;
         // reading them by partial and position gives first-seen order.
         let mut row_of: Vec<Vec<u32>> = sizes.iter().map(|&n| vec![u32::MAX; n]).collect();
@@ -278,17 +286,23 @@ impl AggregateSink {
             .flatten()
             .filter(|&r| r != u32::MAX)
             .collect();
+        self.concat_parts(&parts, Some(&order))
+    }
+
+    /// The partitions' output columns concatenated, their rows taken in `order` if given.
+    fn concat_parts(&self, parts: &[Vec<Column>], order: Option<&[u32]>) -> ExecResult<Vec<Batch>> {
         let columns = parallel_map(self.threads, (0..self.schema.len()).collect(), |_, c| {
             let pieces: Vec<Column> = parts.iter().map(|p| p[c].clone()).collect();
-            Ok(Column::concat(&pieces)?.take(&order))
+            let all = Column::concat(&pieces)?;
+            Ok(match order {
+                Some(o) => all.take(o),
+                None => all,
+            })
         })
         .into_iter()
         .collect::<ExecResult<Vec<Column>>>()?;
-        Ok(vec![Batch::try_new(
-            self.schema.clone(),
-            columns,
-            order.len(),
-        )?])
+        let rows = columns.first().map_or(0, Column::len);
+        Ok(vec![Batch::try_new(self.schema.clone(), columns, rows)?])
     }
 
     /// Deals the groups of a run of tables (the first being partial number `first`) into

@@ -688,12 +688,20 @@ impl HashProbeOp {
         })
     }
 
-    /// The probe rows where `keep` holds, with the probe side's columns only.
-    fn probe_rows(&self, batch: &Batch, keep: impl Fn(usize) -> bool) -> ExecResult<Batch> {
+    /// The probe rows where `keep` holds, with the probe side's columns only (the batch
+    /// as it is when every row is kept).
+    fn probe_rows(&self, batch: Batch, keep: impl Fn(usize) -> bool) -> ExecResult<Batch> {
         let rows: Vec<u32> = (0..batch.num_rows())
             .filter(|&i| keep(i))
             .map(|i| i as u32)
             .collect();
+        if rows.len() == batch.num_rows() {
+            return Ok(Batch::try_new(
+                self.schema.clone(),
+                batch.into_columns(),
+                rows.len(),
+            )?);
+        }
         let columns = batch.columns().iter().map(|c| c.take(&rows)).collect();
         Ok(Batch::try_new(self.schema.clone(), columns, rows.len())?)
     }
@@ -780,16 +788,16 @@ impl Operator for HashProbeOp {
             }
             JoinKind::Semi => {
                 let m = Self::has_match(rows, &p);
-                return self.probe_rows(&batch, |i| m[i]);
+                return self.probe_rows(batch, |i| m[i]);
             }
             JoinKind::Anti { null_aware } => {
                 let m = Self::has_match(rows, &p);
                 if !null_aware || t.num_rows() == 0 {
-                    return self.probe_rows(&batch, |i| !m[i]);
+                    return self.probe_rows(batch, |i| !m[i]);
                 }
                 // NOT IN: a NULL on either side makes the comparison unknown, never true.
                 let build_null = t.has_null_key;
-                return self.probe_rows(&batch, |i| !m[i] && !build_null && !null_key[i]);
+                return self.probe_rows(batch, |i| !m[i] && !build_null && !null_key[i]);
             }
             JoinKind::Mark { null_aware } => {
                 let m = Self::has_match(rows, &p);

@@ -8,6 +8,7 @@
 
 mod filter_order;
 mod join;
+mod order;
 
 use std::sync::Arc;
 
@@ -135,12 +136,19 @@ impl Pipe {
 pub fn execute(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
     let ctx = ExecContext {
         shared: Arc::new(SharedResults::for_plan(plan)),
+        unordered: Arc::new(order::unordered_groupings(plan)),
         ..ctx.clone()
     };
     // Every stage's label carries its node's estimate: each is computed once.
     morsel_planner::optimizer::cardinality::with_estimates_of(plan, || {
         build(plan, &ctx)?.run(&ctx, &CollectSink, Some(plan))
     })
+}
+
+/// Whether grouping `plan` puts its groups back in first-seen order: unless nothing observes
+/// their order, and its result is not shared with another reader that might.
+fn keeps_order(ctx: &ExecContext, plan: &LogicalPlan) -> bool {
+    !ctx.unordered.contains(&order::node_address(plan)) || ctx.shared.holds(plan)
 }
 
 fn storage_schema(s: &PlanSchema) -> SchemaRef {
@@ -359,6 +367,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     .collect::<ExecResult<_>>()?,
                 schema: storage_schema(schema),
                 threads: ctx.threads,
+                keep_order: keeps_order(ctx, plan),
             };
             let run = || build(input, ctx)?.run(ctx, &sink, Some(input));
             // An aggregate the query holds more than once runs once.
@@ -375,6 +384,7 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                 aggs: Vec::new(),
                 schema: storage_schema(in_schema),
                 threads: ctx.threads,
+                keep_order: keeps_order(ctx, plan),
             };
             let out = build(input, ctx)?.run(ctx, &sink, Some(input))?;
             materialized("distinct", out, in_schema, plan)
