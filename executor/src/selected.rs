@@ -109,7 +109,19 @@ impl Joined {
 
     /// Output column `c` at the live rows.
     pub fn column(&self, batch: &Batch, c: usize) -> Column {
+        self.column_at(batch, c, self.every_probe_row_once(batch))
+    }
+
+    /// Whether the live rows are the probe batch's rows, each once, in order (an inner join
+    /// on a key every row finds): its columns are then read as they are.
+    fn every_probe_row_once(&self, batch: &Batch) -> bool {
+        self.probe.len() == batch.num_rows()
+            && self.probe.iter().enumerate().all(|(i, &r)| r == i as u32)
+    }
+
+    fn column_at(&self, batch: &Batch, c: usize, whole_probe: bool) -> Column {
         match self.columns[c] {
+            ColumnAt::Probe(k) if whole_probe => batch.column(k).clone(),
             ColumnAt::Probe(k) => batch.column(k).take(&self.probe),
             ColumnAt::Build { side, column } => {
                 let b = &self.builds[side];
@@ -120,8 +132,9 @@ impl Joined {
 
     /// The live rows as a batch of their own (`batch`: the probe batch).
     pub fn gather(&self, batch: &Batch) -> ExecResult<Batch> {
+        let whole_probe = self.every_probe_row_once(batch);
         let columns = (0..self.columns.len())
-            .map(|c| self.column(batch, c))
+            .map(|c| self.column_at(batch, c, whole_probe))
             .collect();
         Ok(Batch::try_new(
             self.schema.clone(),
@@ -179,6 +192,66 @@ impl Joined {
             columns,
             probe: self.probe,
             builds: kept,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, ScalarValue, Schema};
+
+    use super::{BuildRows, Joined};
+
+    fn field(name: &str) -> Field {
+        Field::new(name, DataType::Int64, true)
+    }
+
+    fn ints(name: &str, values: Vec<i64>) -> Batch {
+        let n = values.len();
+        let column = Column::Int64(PrimitiveColumn::from_vec(values));
+        Batch::try_new(Arc::new(Schema::new(vec![field(name)])), vec![column], n).unwrap()
+    }
+
+    fn rows(b: &Batch) -> Vec<Vec<ScalarValue>> {
+        (0..b.num_rows())
+            .map(|r| {
+                (0..b.num_columns())
+                    .map(|c| b.column(c).scalar_at(r))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Matches gather to the pairs they name, whether every probe row matched once (its
+    /// columns read as they are) or not; kept rows and picked columns follow.
+    #[test]
+    fn joined_rows_gather_to_their_pairs() {
+        let probe = ints("p", vec![10, 11, 12, 13]);
+        let build = ints("b", vec![100, 101, 102]);
+        let schema = Arc::new(Schema::new(vec![field("p"), field("b")]));
+        let pair = |p: u32, b: u32| {
+            vec![
+                ScalarValue::Int64(10 + i64::from(p)),
+                ScalarValue::Int64(100 + i64::from(b)),
+            ]
+        };
+        for (p, b) in [([0, 1, 2, 3], [2, 0, 1, 0]), ([0, 0, 2, 3], [1, 2, 0, 0])] {
+            let build = BuildRows {
+                batch: build.clone(),
+                rows: b.to_vec(),
+            };
+            let mut joined = Joined::new(schema.clone(), &probe, p.to_vec(), build);
+            let want: Vec<_> = p.iter().zip(&b).map(|(&p, &b)| pair(p, b)).collect();
+            assert_eq!(rows(&joined.gather(&probe).unwrap()), want);
+            joined.keep(&[3, 1]);
+            let picked = joined.pick(&[1], Arc::new(Schema::new(vec![field("b")])));
+            let want = vec![
+                vec![pair(0, b[3])[1].clone()],
+                vec![pair(0, b[1])[1].clone()],
+            ];
+            assert_eq!(rows(&picked.gather(&probe).unwrap()), want);
         }
     }
 }
