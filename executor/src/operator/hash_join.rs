@@ -25,9 +25,9 @@ use morsel_storage::{Batch, BooleanColumn, Column, NativeType, PrimitiveColumn, 
 
 use super::join_index::{even_ranges, KeyIndex};
 use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner, RowKeys};
+use super::pair_filter::PairFilter;
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
-use crate::kernels::boolean;
 use crate::scheduler::{parallel_map, Operator, Sink};
 use crate::selected::{BuildRows, Joined, Live, Selected};
 
@@ -440,8 +440,7 @@ pub struct MarkSink {
     /// The right input's keys.
     pub keys: Vec<PhysExpr>,
     /// Residual condition over the pair (left columns, then right columns).
-    pub filter: Option<PhysExpr>,
-    pub pair_schema: SchemaRef,
+    pub filter: Option<PairFilter>,
     pub matched: Arc<MatchedRows>,
     /// How the join runs, for EXPLAIN.
     pub details: Vec<String>,
@@ -466,16 +465,7 @@ impl MarkSink {
             left.iter().for_each(|&r| self.matched.set(r));
             return Ok(());
         };
-        let mut columns: Vec<Column> = self
-            .table
-            .build
-            .columns()
-            .iter()
-            .map(|c| c.take(&left))
-            .collect();
-        columns.extend(batch.columns().iter().map(|c| c.take(&right)));
-        let pairs = Batch::try_new(self.pair_schema.clone(), columns, left.len())?;
-        let keep = boolean::as_boolean(&f.evaluate(&pairs)?)?.true_mask();
+        let keep = f.passes((&self.table.build, &left), (batch, &right))?;
         keep.set_indices().for_each(|i| self.matched.set(left[i]));
         Ok(())
     }
@@ -525,10 +515,9 @@ pub struct HashProbeOp {
     pub table: Arc<JoinTable>,
     pub probe_keys: Vec<PhysExpr>,
     pub kind: JoinKind,
-    /// Residual condition over the joined row (evaluated on candidate pairs).
-    pub filter: Option<PhysExpr>,
-    /// The joined row's schema (probe columns, then build columns) the filter reads.
-    pub pair_schema: SchemaRef,
+    /// Residual condition over the joined row (probe columns, then build columns),
+    /// evaluated on candidate pairs.
+    pub filter: Option<PairFilter>,
     pub schema: SchemaRef,
     /// Where right and full joins record matched build rows.
     pub matched: Option<Arc<MatchedRows>>,
@@ -751,9 +740,7 @@ impl Operator for HashProbeOp {
             null_key,
         } = self.candidates(&batch)?;
         if let Some(f) = &self.filter {
-            let joined = self.assemble(&batch, &p, &b, &self.pair_schema)?;
-            let cond = f.evaluate(&joined)?;
-            let keep = boolean::as_boolean(&cond)?.true_mask();
+            let keep = f.passes((&batch, &p), (&self.table.build, &b))?;
             let (mut p2, mut b2) = (Vec::with_capacity(p.len()), Vec::with_capacity(b.len()));
             for i in keep.set_indices() {
                 p2.push(p[i]);
@@ -854,7 +841,6 @@ mod tests {
             probe_keys: vec![PhysExpr::Column(0)],
             kind,
             filter: None,
-            pair_schema: schema.clone(),
             schema,
             matched: None,
         };
@@ -886,7 +872,6 @@ mod tests {
                 probe_keys: vec![PhysExpr::Column(0)],
                 kind,
                 filter: None,
-                pair_schema: pair_schema.clone(),
                 schema,
                 matched: None,
             };
@@ -945,7 +930,6 @@ mod tests {
             probe_keys: vec![PhysExpr::Column(key)],
             kind,
             filter: None,
-            pair_schema,
             schema,
             matched: None,
         }

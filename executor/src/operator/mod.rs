@@ -15,6 +15,7 @@ mod int_map;
 mod join_index;
 pub mod keys;
 pub mod limit;
+pub mod pair_filter;
 mod par_sort;
 pub mod project;
 pub mod sort;

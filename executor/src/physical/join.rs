@@ -20,6 +20,7 @@ use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::operator::collect::CollectSink;
 use crate::operator::hash_join::{HashProbeOp, JoinTable, MarkSink, MatchedRows};
+use crate::operator::pair_filter::PairFilter;
 use morsel_planner::optimizer::cardinality::estimate_rows;
 
 /// The parts of a `LogicalPlan::Join`.
@@ -70,20 +71,24 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
     let mut pipe = build(j.left, ctx)?;
     let out_schema = storage_schema(j.schema);
     let probe_keys = j.keys(ctx, true)?;
-    let filter = j.filter.map(|f| phys(ctx, f, &pair_schema)).transpose()?;
+    let filter = j
+        .filter
+        .map(|f| pair_filter(ctx, f, &pair_schema))
+        .transpose()?;
     let mut details = vec![format!(
         "builds on the right input (~{:.0} rows), probes with the left; output in \
          probe order, matches in build order",
         estimate_rows(j.right)
     )];
-    details.extend(fused_details(probe_keys.iter().chain(&filter)));
+    details.extend(fused_details(
+        probe_keys.iter().chain(filter.as_ref().map(|f| &f.expr)),
+    ));
     pipe.push(
         Box::new(HashProbeOp {
             table: table.clone(),
             probe_keys,
             kind: j.kind,
             filter,
-            pair_schema: storage_schema(&pair_schema),
             schema: out_schema.clone(),
             matched: matched.clone(),
         }),
@@ -106,6 +111,26 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
     })
 }
 
+/// A join condition `f` over `pair_schema`'s rows, compiled over the columns it reads.
+fn pair_filter(ctx: &ExecContext, f: &Expr, pair_schema: &PlanSchema) -> ExecResult<PairFilter> {
+    let columns = f
+        .columns()
+        .iter()
+        .map(|c| pair_schema.index_of(c))
+        .collect::<Result<Vec<usize>, _>>()?;
+    let read = PlanSchema::new(
+        columns
+            .iter()
+            .map(|&c| pair_schema.fields()[c].clone())
+            .collect(),
+    );
+    Ok(PairFilter {
+        columns,
+        expr: phys(ctx, f, &read)?,
+        schema: storage_schema(&read),
+    })
+}
+
 /// A semi or anti join that indexes its left rows and marks them from the right input.
 fn left_built(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> ExecResult<Pipe> {
     // Every left row of a matched key is marked: the rows per key are laid out.
@@ -113,7 +138,10 @@ fn left_built(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> ExecResult
     let pair_schema = j.left.schema().join(j.right.schema(), false);
     let matched = Arc::new(MatchedRows::new(table.num_rows()));
     let keys = j.keys(ctx, false)?;
-    let filter = j.filter.map(|f| phys(ctx, f, &pair_schema)).transpose()?;
+    let filter = j
+        .filter
+        .map(|f| pair_filter(ctx, f, &pair_schema))
+        .transpose()?;
     let mut details = vec![
         format!("{} join on=[{}]", j.kind.name(), on_text(j.on)),
         format!(
@@ -122,12 +150,13 @@ fn left_built(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> ExecResult
             estimate_rows(j.left)
         ),
     ];
-    details.extend(fused_details(keys.iter().chain(&filter)));
+    details.extend(fused_details(
+        keys.iter().chain(filter.as_ref().map(|f| &f.expr)),
+    ));
     let sink = MarkSink {
         table: table.clone(),
         keys,
         filter,
-        pair_schema: storage_schema(&pair_schema),
         matched: matched.clone(),
         details,
     };
