@@ -86,6 +86,19 @@ pub trait Sink: Sync {
         Vec::new()
     }
     fn consume(&self, seq: u64, batches: Vec<Batch>) -> ExecResult<Self::Partial>;
+    /// Whether [`Sink::consume_selected`] reads selections without gathering them first.
+    fn takes_selection(&self) -> bool {
+        false
+    }
+    /// Consumes a morsel's batches as the last operator left them (none empty); by default
+    /// their live rows are gathered for [`Sink::consume`].
+    fn consume_selected(&self, seq: u64, batches: Vec<Selected>) -> ExecResult<Self::Partial> {
+        let batches = batches
+            .into_iter()
+            .map(Selected::gather)
+            .collect::<ExecResult<Vec<Batch>>>()?;
+        self.consume(seq, batches)
+    }
     /// What the partials show about how the sink ran (for EXPLAIN ANALYZE, one line each).
     fn partial_details(&self, _partials: &[Self::Partial]) -> Vec<String> {
         Vec::new()
@@ -219,21 +232,22 @@ pub fn run_pipeline<S: Sink>(
                 let mut batch = Selected::all(batch);
                 for (i, op) in operators.iter().enumerate() {
                     let t = Instant::now();
-                    let next_takes = operators.get(i + 1).is_some_and(|o| o.takes_selection());
+                    let next_takes = operators
+                        .get(i + 1)
+                        .map_or(sink.takes_selection(), |o| o.takes_selection());
                     batch = match batch.live {
                         Live::All if !next_takes => Selected::all(op.execute(batch.batch)?),
                         _ => op.execute_selected(batch, next_takes)?,
                     };
                     counters[i + 1].add(worker, batch.num_rows(), 1, t);
                 }
-                let batch = batch.gather()?;
                 if batch.num_rows() > 0 {
                     out.push(batch);
                 }
             }
             let t = Instant::now();
-            let (rows, n) = (out.iter().map(Batch::num_rows).sum(), out.len());
-            let partial = sink.consume(seq, out);
+            let (rows, n) = (out.iter().map(Selected::num_rows).sum(), out.len());
+            let partial = sink.consume_selected(seq, out);
             counters[operators.len() + 1].add(worker, rows, n, t);
             partial
         });

@@ -447,16 +447,18 @@ pub struct MarkSink {
 }
 
 impl MarkSink {
-    fn mark(&self, batch: &Batch) -> ExecResult<()> {
+    /// Marks the build rows that rows `rows` of `batch` (`None`: every row) match.
+    fn mark(&self, batch: &Batch, rows: Option<&[u32]>) -> ExecResult<()> {
         let n = batch.num_rows();
         let cols = self
             .keys
             .iter()
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
+        // The pairs' right rows are rows of `batch`.
         let found = self
             .table
-            .candidates(&cols, n, None, Vec::new(), Vec::new())?;
+            .candidates(&cols, n, rows, Vec::new(), Vec::new())?;
         let (right, left) = (found.probe, found.build);
         if right.is_empty() {
             return Ok(());
@@ -484,7 +486,21 @@ impl Sink for MarkSink {
     }
 
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<()> {
-        batches.iter().try_for_each(|b| self.mark(b))
+        batches.iter().try_for_each(|b| self.mark(b, None))
+    }
+
+    /// A filter's survivors are marked from without being gathered.
+    fn takes_selection(&self) -> bool {
+        true
+    }
+
+    fn consume_selected(&self, _seq: u64, batches: Vec<Selected>) -> ExecResult<()> {
+        batches.into_iter().try_for_each(|s| match s.live {
+            Live::All => self.mark(&s.batch, None),
+            Live::Rows(rows) => self.mark(&s.batch, Some(&rows)),
+            Live::Mask(mask) => self.mark(&s.batch, Some(&mask.set_positions())),
+            Live::Joined(_) => self.mark(&s.gather()?, None),
+        })
     }
 
     fn output_bytes(&self, _output: &()) -> usize {
@@ -1000,6 +1016,60 @@ mod tests {
                         assert_eq!(got.column(c).scalar_at(i), want.column(c).scalar_at(i));
                     }
                 }
+            }
+        }
+    }
+
+    /// A mark sink marks from a selection (listed or masked), with and without a condition
+    /// over the pair, the build rows it marks from the selected rows gathered.
+    #[test]
+    fn marking_from_a_selection_equals_marking_its_rows_gathered() {
+        use crate::operator::pair_filter::PairFilter;
+        let mut r = Rng(41);
+        let n = 2000;
+        let build = int_batch(&[&keys(&mut r, 300, 150, 1), &keys(&mut r, 300, 5, 1)]);
+        let input = int_batch(&[&keys(&mut r, n, 150, 1), &keys(&mut r, n, 5, 1)]);
+        let table =
+            Arc::new(JoinTable::new(build.clone(), &[PhysExpr::Column(0)], false, 1).unwrap());
+        // build.c1 <> input.c1: pair columns 1 and 3.
+        let condition = || PairFilter {
+            columns: vec![1, 3],
+            expr: PhysExpr::Binary {
+                left: Box::new(PhysExpr::Column(0)),
+                op: morsel_planner::BinaryOp::NotEq,
+                right: Box::new(PhysExpr::Column(1)),
+            },
+            schema: int_batch(&[&[None], &[None]]).schema().clone(),
+        };
+        for with_filter in [false, true] {
+            let sink = |filter| MarkSink {
+                table: table.clone(),
+                keys: vec![PhysExpr::Column(0)],
+                filter,
+                matched: Arc::new(MatchedRows::new(table.num_rows())),
+                details: Vec::new(),
+            };
+            let rows: Vec<u32> = (0..n as u32).filter(|_| r.below(3) == 0).collect();
+            let mask = morsel_storage::Bitmap::from_bools(
+                (0..n as u32).map(|i| rows.binary_search(&i).is_ok()),
+            );
+            let gathered = sink(with_filter.then(condition));
+            let selected = crate::kernels::select::take_batch(&input, &rows).unwrap();
+            gathered.consume(0, vec![selected]).unwrap();
+            let want = gathered.matched.rows(table.num_rows(), true);
+            assert!(!want.is_empty() && want.len() < table.num_rows());
+            for live in [Live::Rows(rows.clone()), Live::Mask(mask)] {
+                let marked = sink(with_filter.then(condition));
+                let batch = Selected {
+                    batch: input.clone(),
+                    live,
+                };
+                marked.consume_selected(0, vec![batch]).unwrap();
+                assert_eq!(
+                    marked.matched.rows(table.num_rows(), true),
+                    want,
+                    "{with_filter}"
+                );
             }
         }
     }
