@@ -755,7 +755,9 @@ impl Operator for HashProbeOp {
             build: mut b,
             null_key,
         } = self.candidates(&batch)?;
-        if let Some(f) = &self.filter {
+        // Without candidates there is nothing to test (most probe batches of a selective
+        // join: evaluating the condition on no rows still costs its setup).
+        if let Some(f) = self.filter.as_ref().filter(|_| !p.is_empty()) {
             let keep = f.passes((&batch, &p), (&self.table.build, &b))?;
             let (mut p2, mut b2) = (Vec::with_capacity(p.len()), Vec::with_capacity(b.len()));
             for i in keep.set_indices() {
