@@ -327,6 +327,14 @@ impl PhysExpr {
         }
     }
 
+    /// The input column this expression is, when it is one as it is.
+    pub fn as_column(&self) -> Option<usize> {
+        match self {
+            PhysExpr::Column(c) => Some(*c),
+            _ => None,
+        }
+    }
+
     /// `column op constant` for a comparison of a column with a non-NULL constant (either
     /// side), as the column's index, the operator with the column on the left, and the value.
     pub fn column_against_constant(&self) -> Option<(usize, BinaryOp, ScalarValue)> {

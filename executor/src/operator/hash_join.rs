@@ -652,14 +652,8 @@ impl HashProbeOp {
     /// matches are left ungathered. Keys computed from columns are computed on the
     /// matches gathered.
     fn probe_joined(&self, batch: Batch, mut joined: Joined) -> ExecResult<Selected> {
-        let key_columns: Option<Vec<usize>> = self
-            .probe_keys
-            .iter()
-            .map(|e| match e {
-                PhysExpr::Column(c) => Some(*c),
-                _ => None,
-            })
-            .collect();
+        let key_columns: Option<Vec<usize>> =
+            self.probe_keys.iter().map(PhysExpr::as_column).collect();
         let Some(key_columns) = key_columns else {
             return self.probe_rows_of(joined.gather(&batch)?, None);
         };

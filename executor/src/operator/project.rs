@@ -20,13 +20,7 @@ pub struct ProjectOp {
 impl ProjectOp {
     /// The input column of each output column, when every one is an input column as it is.
     fn picked_columns(&self) -> Option<Vec<usize>> {
-        self.exprs
-            .iter()
-            .map(|e| match e {
-                PhysExpr::Column(c) => Some(*c),
-                _ => None,
-            })
-            .collect()
+        self.exprs.iter().map(PhysExpr::as_column).collect()
     }
 }
 
@@ -49,7 +43,7 @@ impl Operator for ProjectOp {
     }
 
     fn takes_selection(&self) -> bool {
-        self.exprs.iter().all(|e| matches!(e, PhysExpr::Column(_)))
+        self.exprs.iter().all(|e| e.as_column().is_some())
     }
 
     /// Picks the columns of the whole batch (no row is copied) and keeps the selection for
