@@ -20,7 +20,14 @@ pub struct LikeMatcher {
     tokens: Vec<Token>,
     fast: Fast,
     case_insensitive: bool,
+    /// A literal run every matching text contains, searched for in a column's bytes at once
+    /// (case-sensitive patterns that do not anchor both ends to literals).
+    scan: Option<Box<Finder<'static>>>,
 }
+
+/// A floating run this short is too common for a whole-buffer search to skip many rows
+/// (unless finding it is the whole match).
+const SCAN_MIN_RUN: usize = 3;
 
 #[derive(Clone, Debug)]
 enum Fast {
@@ -100,10 +107,22 @@ impl LikeMatcher {
         } else {
             Fast::General
         };
+        let scan = match &fast {
+            _ if case_insensitive => None,
+            Fast::Contains(f) => (!f.needle().is_empty()).then(|| f.clone()),
+            Fast::Pieces { .. } | Fast::General => tokens
+                .split(|t| matches!(t, Token::Any | Token::One))
+                .filter_map(lits)
+                .max_by_key(String::len)
+                .filter(|run| run.len() >= SCAN_MIN_RUN)
+                .map(|run| Box::new(Finder::new(run.as_bytes()).into_owned())),
+            Fast::Exact(_) | Fast::Prefix(_) | Fast::Suffix(_) => None,
+        };
         Ok(Self {
             tokens,
             fast,
             case_insensitive,
+            scan,
         })
     }
 
@@ -162,9 +181,54 @@ impl LikeMatcher {
     }
 
     pub fn eval(&self, c: &Utf8Column, negated: bool) -> BooleanColumn {
-        let values = Bitmap::from_fn(c.len(), |i| self.matches(c.value(i)) != negated);
+        let values = match &self.scan {
+            Some(run) => self.scan_column(c, run, negated),
+            None => Bitmap::from_fn(c.len(), |i| self.matches(c.value(i)) != negated),
+        };
         BooleanColumn::new(values, c.validity().cloned())
     }
+
+    /// Each row's match (`!= negated`), finding `run` in the column's bytes from one row's
+    /// start to the next occurrence: the row holding it is tested (or, for `%run%`, matches),
+    /// and the search goes on from the next row's start. A row the run is not in cannot
+    /// match. An occurrence straddling two rows belongs to neither, and no occurrence in the
+    /// first can start later (it would straddle too).
+    fn scan_column(&self, c: &Utf8Column, run: &Finder<'static>, negated: bool) -> Bitmap {
+        let (offsets, data, n) = (c.offsets(), c.data(), c.len());
+        let mut hits = vec![0u64; n.div_ceil(64)];
+        let end = offsets[n] as usize;
+        let (mut row, mut pos) = (0, offsets[0] as usize);
+        while row < n {
+            let Some(i) = run.find(&data[pos..end]) else {
+                break;
+            };
+            let at = pos + i;
+            row = row_holding(offsets, row, at);
+            let row_end = offsets[row + 1] as usize;
+            let inside = at + run.needle().len() <= row_end;
+            if inside && (matches!(self.fast, Fast::Contains(_)) || self.matches(c.value(row))) {
+                hits[row / 64] |= 1 << (row % 64);
+            }
+            (row, pos) = (row + 1, row_end);
+        }
+        let flip = if negated { u64::MAX } else { 0 };
+        Bitmap::from_word_fn(n, |w| hits[w] ^ flip)
+    }
+}
+
+/// The row whose bytes hold byte `at`: the last row from `from` on that starts at or before
+/// it (`offsets[from] <= at < offsets[len]`), found by galloping forward from `from` (hits
+/// on nearby rows cost a few steps, distant ones a binary search).
+fn row_holding(offsets: &[i64], from: usize, at: usize) -> usize {
+    let n = offsets.len() - 1;
+    let at = at as i64;
+    let (mut lo, mut step) = (from, 1);
+    while lo + step < n && offsets[lo + step] <= at {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(n);
+    lo + offsets[lo + 1..hi].partition_point(|&o| o <= at)
 }
 
 /// `text` against `%`-separated literal pieces: the anchored ends first, then each middle
@@ -265,5 +329,45 @@ mod tests {
             let m = LikeMatcher::new(&p, false, None).unwrap();
             assert_eq!(m.matches(&t), m.general(&t), "{t:?} LIKE {p:?}");
         }
+    }
+
+    /// Whole-column matching (searching the byte buffer for a floating run) agrees with
+    /// matching row by row: runs straddling two rows, empty rows, NULLs, windows that start
+    /// part way into the buffer, negation.
+    #[test]
+    fn column_scan_agrees_with_row_by_row() {
+        use crate::Utf8Column;
+        let pattern_chars = ['a', 'b', '%', '_', 'é'];
+        let text_chars = ['a', 'b', 'é'];
+        let mut rng = crate::test_rng::Rng(0x0DDB_A11C_0FFE_E123);
+        let mut next = move |n: usize| rng.below(n as u64) as usize;
+        let mut scanned = 0;
+        for _ in 0..3_000 {
+            let p: String = (0..1 + next(8)).map(|_| pattern_chars[next(5)]).collect();
+            let m = LikeMatcher::new(&p, false, None).unwrap();
+            scanned += usize::from(m.scan.is_some());
+            let rows: Vec<Option<String>> = (0..next(40))
+                .map(|_| {
+                    let t: String = (0..next(7)).map(|_| text_chars[next(3)]).collect();
+                    (next(8) != 0).then_some(t)
+                })
+                .collect();
+            let col = Utf8Column::from_strs(rows.iter().map(Option::as_deref));
+            let skip = next(rows.len() + 1);
+            let col = col.slice(skip, rows.len() - skip);
+            for negated in [false, true] {
+                let got = m.eval(&col, negated);
+                for i in 0..col.len() {
+                    if col.is_valid(i) {
+                        let want = m.matches(col.value(i)) != negated;
+                        assert_eq!(got.values().get(i), want, "{:?} LIKE {p:?}", col.value(i));
+                    }
+                }
+            }
+        }
+        assert!(
+            scanned > 300,
+            "only {scanned} patterns took the column scan"
+        );
     }
 }
