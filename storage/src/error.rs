@@ -28,6 +28,8 @@ pub enum StorageError {
     LikeEscapeAtEnd(String),
     #[error("cannot concatenate columns of different types ({0} and {1})")]
     ConcatTypes(DataType, DataType),
+    #[error("text rows are not valid UTF-8 cut at character boundaries ({0})")]
+    InvalidText(String),
     #[error(transparent)]
     Csv(#[from] Box<CsvError>),
     #[error("{path}: {source}")]

@@ -143,7 +143,13 @@ impl GroupTable {
     /// Makes room for `groups` groups of keys like `keys` (a morsel's table would otherwise
     /// grow, rehashing, from empty: a tenth of grouping by l_orderkey).
     fn reserve(&mut self, groups: usize, keys: &BatchKeys) {
-        self.keys.reserve(groups);
+        // Encoded keys tell their bytes per row; other keys' tables hold few bytes per group
+        // or none (integers interned by value), and grow as they need.
+        let bytes = match keys {
+            BatchKeys::Encoded(k, _) if !k.is_empty() => k.bytes_len() / k.len() * groups,
+            _ => 0,
+        };
+        self.keys.reserve(groups, bytes);
         if let BatchKeys::Int(_) = keys {
             self.ints.reserve(groups);
         }

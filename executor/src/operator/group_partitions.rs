@@ -93,6 +93,19 @@ impl ScatteredRows {
         self.batches.iter().map(batch).sum()
     }
 
+    /// Bytes of the encoded keys of the morsel's rows in partition `p` (integer keys
+    /// encode to at most nine).
+    fn key_bytes_in(&self, p: usize) -> usize {
+        let batch = |b: &ScatteredBatch| {
+            let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
+            match &b.keys {
+                SortedKeys::Encoded(k) => k.bytes_between(start, end),
+                SortedKeys::Int { .. } => (end - start) * 9,
+            }
+        };
+        self.batches.iter().map(batch).sum()
+    }
+
     /// Memory held: keys, hashes, row order and argument values.
     pub fn heap_bytes(&self) -> usize {
         let batch = |b: &ScatteredBatch| {
@@ -355,14 +368,14 @@ impl AggregateSink {
         let mut t = self.new_table()?;
         // Room for every group the pieces could hold (a scattered morsel's keys are mostly
         // distinct), so that the table is not rebuilt as it grows.
-        let room: usize = pieces
+        let (room, bytes) = pieces
             .iter()
             .map(|piece| match piece {
-                Piece::Groups(g) => g.from.len(),
-                Piece::Rows { rows, .. } => rows.rows_in(p),
+                Piece::Groups(g) => (g.from.len(), g.keys.bytes_len()),
+                Piece::Rows { rows, .. } => (rows.rows_in(p), rows.key_bytes_in(p)),
             })
-            .sum();
-        t.keys.reserve(room);
+            .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2));
+        t.keys.reserve(room, bytes);
         let mut first_seen: Vec<(u32, u32)> = Vec::new();
         // A morsel's local group id for each of the partition's groups (MAX: none yet).
         let mut local_of: Vec<u32> = Vec::new();

@@ -71,7 +71,8 @@ impl IntTable {
     /// The same groups, ids and states as a table of encoded keys.
     pub fn into_encoded(self) -> GroupTable {
         let mut keys = KeyInterner::new();
-        keys.reserve(self.values.len());
+        // A tag byte and up to eight value bytes per key.
+        keys.reserve(self.values.len(), self.values.len() * 9);
         for &v in &self.values {
             intern_int(&mut keys, v, self.ty);
         }

@@ -10,7 +10,9 @@ use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
-use morsel_storage::{Column, ColumnBuilder, DataType, NativeType, PrimitiveColumn};
+use morsel_storage::{
+    BitmapBuilder, Column, ColumnBuilder, DataType, NativeType, PrimitiveColumn, Utf8Column,
+};
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::compare::bytes_eq;
@@ -349,6 +351,16 @@ impl KeyList {
         &self.arena[self.offsets[id]..self.offsets[id + 1]]
     }
 
+    /// Bytes of all keys together.
+    pub fn bytes_len(&self) -> usize {
+        self.arena.len()
+    }
+
+    /// Bytes of keys `from..to` together.
+    pub fn bytes_between(&self, from: usize, to: usize) -> usize {
+        self.offsets[to] - self.offsets[from]
+    }
+
     #[inline]
     pub fn hash(&self, id: usize) -> u64 {
         self.hashes[id]
@@ -361,12 +373,60 @@ impl KeyList {
     }
 }
 
+/// A key column being decoded: text rows are copied as bytes and checked as UTF-8 once, at
+/// the end (checking each short value costs more than copying it).
+enum Decoded {
+    Values(ColumnBuilder),
+    Text {
+        offsets: Vec<i64>,
+        data: Vec<u8>,
+        validity: BitmapBuilder,
+    },
+}
+
+impl Decoded {
+    /// A column of `ty` for `keys`; a text column starts with room for its share of the
+    /// keys' bytes (`text_columns` share them).
+    fn new(ty: DataType, keys: &KeyList, text_columns: usize) -> Self {
+        match ty {
+            DataType::Utf8 => {
+                let mut offsets = Vec::with_capacity(keys.len() + 1);
+                offsets.push(0);
+                Decoded::Text {
+                    offsets,
+                    data: Vec::with_capacity(keys.bytes_len() / text_columns.max(1)),
+                    validity: BitmapBuilder::with_capacity(keys.len()),
+                }
+            }
+            ty => Decoded::Values(ColumnBuilder::with_capacity(ty, keys.len())),
+        }
+    }
+
+    fn finish(self) -> ExecResult<Column> {
+        match self {
+            Decoded::Values(b) => Ok(b.finish()),
+            Decoded::Text {
+                offsets,
+                data,
+                validity,
+            } => {
+                let validity = validity.finish();
+                let validity = (validity.count_zeros() > 0).then_some(validity);
+                Ok(Column::Utf8(Utf8Column::from_byte_rows(
+                    offsets, data, validity,
+                )?))
+            }
+        }
+    }
+}
+
 /// The key columns back from encoded keys, one row per key in `keys` (floats come back
 /// normalized: -0.0 as 0.0, every NaN as the one NaN).
 pub fn decode_keys(keys: &KeyList, types: &[DataType]) -> ExecResult<Vec<Column>> {
-    let mut builders: Vec<ColumnBuilder> = types
+    let text_columns = types.iter().filter(|t| **t == DataType::Utf8).count();
+    let mut columns: Vec<Decoded> = types
         .iter()
-        .map(|t| ColumnBuilder::with_capacity(*t, keys.len()))
+        .map(|t| Decoded::new(*t, keys, text_columns))
         .collect();
     let bad = || ExecError::Internal("a group key does not decode".into());
     for k in 0..keys.len() {
@@ -376,16 +436,34 @@ pub fn decode_keys(keys: &KeyList, types: &[DataType]) -> ExecResult<Vec<Column>
             rest = tail;
             Ok(head)
         };
-        for b in &mut builders {
-            if take(1)?[0] == 0 {
-                b.push_null();
-                continue;
-            }
+        for c in &mut columns {
+            let valid = take(1)?[0] != 0;
             let mut fixed = |n: usize| -> ExecResult<[u8; 8]> {
                 let mut out = [0u8; 8];
                 out[..n].copy_from_slice(take(n)?);
                 Ok(out)
             };
+            let b = match c {
+                Decoded::Text {
+                    offsets,
+                    data,
+                    validity,
+                } => {
+                    if valid {
+                        let x = fixed(4)?;
+                        let len = u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize;
+                        data.extend_from_slice(take(len)?);
+                    }
+                    offsets.push(data.len() as i64);
+                    validity.push(valid);
+                    continue;
+                }
+                Decoded::Values(b) => b,
+            };
+            if !valid {
+                b.push_null();
+                continue;
+            }
             match b {
                 ColumnBuilder::Boolean(b) => b.push(fixed(1)?[0] != 0),
                 ColumnBuilder::Int32(b) | ColumnBuilder::Date32(b) => {
@@ -396,16 +474,11 @@ pub fn decode_keys(keys: &KeyList, types: &[DataType]) -> ExecResult<Vec<Column>
                     b.push(i64::from_le_bytes(fixed(8)?))
                 }
                 ColumnBuilder::Float64(b) => b.push(f64::from_bits(u64::from_le_bytes(fixed(8)?))),
-                ColumnBuilder::Utf8(b) => {
-                    let x = fixed(4)?;
-                    let len = u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize;
-                    let text = std::str::from_utf8(take(len)?).map_err(|_| bad())?;
-                    b.push(text)
-                }
+                ColumnBuilder::Utf8(_) => return Err(bad()),
             }
         }
     }
-    Ok(builders.into_iter().map(ColumnBuilder::finish).collect())
+    columns.into_iter().map(Decoded::finish).collect()
 }
 
 /// Interns distinct keys as ids 0, 1, 2, ... in first-seen order.
@@ -428,12 +501,13 @@ impl KeyInterner {
         }
     }
 
-    /// Makes room for `more` keys beyond those interned.
-    pub fn reserve(&mut self, more: usize) {
+    /// Makes room for `more` keys of `bytes` bytes together beyond those interned.
+    pub fn reserve(&mut self, more: usize, bytes: usize) {
         let keys = &self.keys;
         self.table.reserve(more, |&g| keys.hash(g as usize));
         self.keys.offsets.reserve(more);
         self.keys.hashes.reserve(more);
+        self.keys.arena.reserve(bytes);
     }
 
     /// The interned keys, by id.
