@@ -48,6 +48,25 @@ pub fn length(c: &Utf8Column) -> Column {
     ))
 }
 
+/// The characters of `text` at 0-based positions `from..to` (`from <= to`; past the end:
+/// as many as there are). ASCII text is cut at those byte positions.
+fn chars_between(text: &str, from: u64, to: u64) -> &str {
+    let len = text.len() as u64;
+    if text.is_ascii() {
+        return &text[from.min(len) as usize..to.min(len) as usize];
+    }
+    let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let mut bounds = text.char_indices().map(|(b, _)| b).chain([text.len()]);
+    let Some(start) = bounds.nth(count(from)) else {
+        return "";
+    };
+    let end = match to - from {
+        0 => start,
+        n => bounds.nth(count(n - 1)).unwrap_or(text.len()),
+    };
+    &text[start..end]
+}
+
 /// `substring(s, start[, len])`: 1-based start; a start before 1 eats into `len` (SQL rule).
 pub fn substring(
     s: &Utf8Column,
@@ -75,17 +94,13 @@ pub fn substring(
                 Some(n) => st.saturating_add(n),
             },
         };
+        // Characters at 1-based positions `from..end`, sliced out of the text in place.
         let from = st.max(1);
-        let out: String = text
-            .chars()
-            .enumerate()
-            .filter(|(k, _)| {
-                let pos = *k as i64 + 1;
-                pos >= from && pos < end
-            })
-            .map(|(_, ch)| ch)
-            .collect();
-        b.push(&out);
+        b.push(if end <= from {
+            ""
+        } else {
+            chars_between(text, (from - 1) as u64, (end - 1) as u64)
+        });
     }
     Ok(Column::Utf8(b.finish()))
 }
@@ -105,4 +120,51 @@ pub fn concat(a: &Utf8Column, b: &Utf8Column) -> Column {
         }
     }
     Column::Utf8(out.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The characters at SQL positions `start..start + len`, picked one by one.
+    fn by_chars(text: &str, start: i64, len: Option<i64>) -> String {
+        let end = len.map_or(i64::MAX, |n| start.saturating_add(n));
+        let pos = |k: usize| k as i64 + 1;
+        let picked = text.chars().enumerate();
+        picked
+            .filter(|&(k, _)| pos(k) >= start.max(1) && pos(k) < end)
+            .map(|(_, c)| c)
+            .collect()
+    }
+
+    /// Slicing in place equals picking characters one by one: ASCII and multi-byte text,
+    /// starts before 1 (eating into the length), past the end, zero lengths, NULLs.
+    #[test]
+    fn substring_slices_the_characters_it_would_pick() {
+        let texts = [
+            Some("hello"),
+            Some(""),
+            Some("héllo wörld"),
+            Some("日本語"),
+            None,
+            Some("a"),
+        ];
+        let col = Utf8Column::from_strs(texts);
+        for start in -3..14i64 {
+            for len in [None, Some(0), Some(1), Some(2), Some(5), Some(40)] {
+                let starts = PrimitiveColumn::from_options(vec![Some(start); texts.len()]);
+                let lens = len.map(|n| PrimitiveColumn::from_options(vec![Some(n); texts.len()]));
+                let got = substring(&col, &starts, lens.as_ref()).unwrap();
+                let got = got.as_utf8().unwrap();
+                for (i, t) in texts.iter().enumerate() {
+                    let want = t.map(|t| by_chars(t, start, len));
+                    assert_eq!(
+                        got.get(i),
+                        want.as_deref(),
+                        "{t:?} from {start} for {len:?}"
+                    );
+                }
+            }
+        }
+    }
 }
