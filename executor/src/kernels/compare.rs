@@ -173,6 +173,22 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
         }};
     }
     match (l, value) {
+        (Column::Float64(a), ScalarValue::Float64(y)) if !y.is_nan() => {
+            // Against a number, IEEE comparisons (which vectorize) answer as the total order
+            // does once NaN, the greatest value, is placed above it: `<`, `<=` and `=` are
+            // false for NaN as they are, `>`, `>=` and `<>` true. -0.0 equals 0.0 in both.
+            let (x, y) = (a.values(), *y);
+            let values = match op {
+                BinaryOp::Eq => Bitmap::from_values(x, |v| v == y),
+                BinaryOp::NotEq => Bitmap::from_values(x, |v| v != y),
+                BinaryOp::Lt => Bitmap::from_values(x, |v| v < y),
+                BinaryOp::LtEq => Bitmap::from_values(x, |v| v <= y),
+                BinaryOp::Gt => Bitmap::from_values(x, |v| v > y || v.is_nan()),
+                BinaryOp::GtEq => Bitmap::from_values(x, |v| v >= y || v.is_nan()),
+                _ => return None,
+            };
+            Some(BooleanColumn::new(values, a.validity().cloned()))
+        }
         (Column::Utf8(a), ScalarValue::Utf8(y)) => {
             let y = y.as_bytes();
             let n = a.len();
@@ -514,6 +530,8 @@ mod tests {
             Some(-0.0),
             Some(0.0),
             Some(-2.0),
+            Some(f64::INFINITY),
+            Some(f64::NEG_INFINITY),
         ];
         let ints = [Some(3), None, Some(-1), Some(0), Some(7), Some(3)];
         let columns = [
@@ -534,8 +552,10 @@ mod tests {
         let constants = [
             vec![
                 ScalarValue::Float64(0.0),
+                ScalarValue::Float64(-0.0),
                 ScalarValue::Float64(f64::NAN),
                 ScalarValue::Float64(1.5),
+                ScalarValue::Float64(f64::INFINITY),
             ],
             vec![
                 ScalarValue::Utf8("AIR".into()),
