@@ -274,12 +274,23 @@ impl AggregateSink {
             self.reduce_partition(p, pieces)
         });
         if !self.keep_order {
-            // Partition order: nothing reads the groups' order.
+            // Partition order, a batch per partition (not copied into one): nothing reads the
+            // groups' order.
             let parts = merged
                 .into_iter()
                 .map(|m| m.map(|(_, columns)| columns))
                 .collect::<ExecResult<Vec<_>>>()?;
-            return self.concat_parts(&parts, None);
+            let batches = parts
+                .into_iter()
+                .filter_map(|columns| {
+                    let rows = columns.first().map_or(0, Column::len);
+                    (rows > 0).then(|| Batch::try_new(self.schema.clone(), columns, rows))
+                })
+                .collect::<Result<Vec<Batch>, _>>()?;
+            if batches.is_empty() {
+                return Ok(vec![Batch::empty(self.schema.clone())]);
+            }
+            return Ok(batches);
         }
         // Each partial's positions get the row they land on in the concatenated partitions;
         // reading them by partial and position gives first-seen order.
@@ -299,18 +310,14 @@ impl AggregateSink {
             .flatten()
             .filter(|&r| r != u32::MAX)
             .collect();
-        self.concat_parts(&parts, Some(&order))
+        self.concat_parts(&parts, &order)
     }
 
-    /// The partitions' output columns concatenated, their rows taken in `order` if given.
-    fn concat_parts(&self, parts: &[Vec<Column>], order: Option<&[u32]>) -> ExecResult<Vec<Batch>> {
+    /// The partitions' output columns concatenated, their rows taken in `order`.
+    fn concat_parts(&self, parts: &[Vec<Column>], order: &[u32]) -> ExecResult<Vec<Batch>> {
         let columns = parallel_map(self.threads, (0..self.schema.len()).collect(), |_, c| {
             let pieces: Vec<Column> = parts.iter().map(|p| p[c].clone()).collect();
-            let all = Column::concat(&pieces)?;
-            Ok(match order {
-                Some(o) => all.take(o),
-                None => all,
-            })
+            Ok(Column::concat(&pieces)?.take(order))
         })
         .into_iter()
         .collect::<ExecResult<Vec<Column>>>()?;
