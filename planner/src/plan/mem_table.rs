@@ -112,7 +112,6 @@ impl MemTable {
     /// runs, where the sample alone sees nearly every value as new.
     fn sample_column(&self, c: usize, rows: usize, step: usize) -> (Vec<ScalarValue>, f64) {
         let mut values = Vec::with_capacity(rows / step + 1);
-        let mut freq: HashMap<String, u32> = HashMap::new();
         let (mut pairs, mut repeats) = (0usize, 0usize);
         let mut base: usize = 0;
         for b in &self.batches {
@@ -120,16 +119,17 @@ impl MemTable {
             let first = base.div_ceil(step) * step - base;
             for i in (first..b.num_rows()).step_by(step) {
                 let value = column.scalar_at(i);
-                if !value.is_null() {
-                    if i + 1 < b.num_rows() && column.is_valid(i + 1) {
-                        pairs += 1;
-                        repeats += usize::from(column.scalar_at(i + 1) == value);
-                    }
-                    *freq.entry(format!("{value:?}")).or_default() += 1;
+                if !value.is_null() && i + 1 < b.num_rows() && column.is_valid(i + 1) {
+                    pairs += 1;
+                    repeats += usize::from(column.scalar_at(i + 1) == value);
                 }
                 values.push(value);
             }
             base += b.num_rows();
+        }
+        let mut freq: HashMap<SampleKey, u32> = HashMap::with_capacity(values.len());
+        for key in values.iter().filter_map(SampleKey::of) {
+            *freq.entry(key).or_default() += 1;
         }
         let counts = SampleCounts::from_frequencies(freq.into_values());
         let sampled = estimate_distinct(counts, rows as f64);
@@ -138,5 +138,27 @@ impl MemTable {
             _ => rows as f64 * (pairs - repeats) as f64 / pairs as f64,
         };
         (values, sampled.min(runs).max(counts.distinct as f64))
+    }
+}
+
+/// A sampled value as a key for counting repeats: numbers, dates and booleans by their bits
+/// (one column holds one type), text by its bytes; `None` for NULL. Equal keys are equal
+/// values (a float's -0.0 and 0.0 count apart, which moves an estimate by one at most).
+#[derive(Hash, PartialEq, Eq)]
+enum SampleKey<'a> {
+    Bits(u64),
+    Text(&'a str),
+}
+
+impl<'a> SampleKey<'a> {
+    fn of(v: &'a ScalarValue) -> Option<Self> {
+        Some(match v {
+            ScalarValue::Null => return None,
+            ScalarValue::Boolean(b) => SampleKey::Bits(u64::from(*b)),
+            ScalarValue::Int32(x) | ScalarValue::Date32(x) => SampleKey::Bits(*x as u64),
+            ScalarValue::Int64(x) | ScalarValue::Timestamp(x) => SampleKey::Bits(*x as u64),
+            ScalarValue::Float64(x) => SampleKey::Bits(x.to_bits()),
+            ScalarValue::Utf8(s) => SampleKey::Text(s),
+        })
     }
 }
