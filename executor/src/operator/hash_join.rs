@@ -66,7 +66,7 @@ impl JoinTable {
             .collect::<ExecResult<Vec<_>>>()?;
         let packing = IntPacking::of(&cols);
         let cols = match &packing {
-            Some(p) => vec![p.pack(&cols)],
+            Some(p) => vec![p.pack(&cols, None)],
             None => cols,
         };
         let mut key_of_row = vec![u32::MAX; n];
@@ -182,7 +182,7 @@ impl JoinTable {
         let packed;
         let cols = match &self.packing {
             Some(p) if cols.iter().all(is_int_column) => {
-                packed = [p.pack(cols)];
+                packed = [p.pack(cols, rows)];
                 &packed[..]
             }
             _ => cols,
@@ -1167,7 +1167,8 @@ mod tests {
     /// Two integer keys packed into one find what a nested loop over both finds: NULL in
     /// either key matches nothing, probe values outside a build column's range (below and
     /// above, in either column) match nothing, negative and huge values included; ranges
-    /// too wide to pack fall back to encoded keys with the same answer.
+    /// too wide to pack fall back to encoded keys with the same answer; of listed rows, only
+    /// theirs.
     #[test]
     fn packed_integer_keys_match_a_nested_loop() {
         let mut r = Rng(29);
@@ -1219,6 +1220,16 @@ mod tests {
                 .map(|p| p.0.is_none() || p.1.is_none())
                 .collect();
             assert_eq!(found.null_key, nulls);
+            // Of listed rows only (a filter's survivors): their pairs, the others' keys
+            // not packed.
+            let listed: Vec<u32> = (0..probe.len() as u32).filter(|i| i % 3 != 1).collect();
+            let cols = keys.map(|k| k.evaluate(&pairs_batch(&probe)).unwrap());
+            let found = table
+                .candidates(&cols, probe.len(), Some(&listed), Vec::new(), Vec::new())
+                .expect("probe");
+            let got: Vec<(u32, u32)> = found.probe.into_iter().zip(found.build).collect();
+            let want: Vec<(u32, u32)> = want.into_iter().filter(|(i, _)| i % 3 != 1).collect();
+            assert_eq!(got, want, "spread {spread}, listed rows");
         }
     }
 

@@ -224,6 +224,28 @@ pub fn int_range(c: &Column) -> Option<(i64, i64)> {
     range
 }
 
+/// Calls `f(row, value)` for rows `rows` of an integer-like column, in their order, widened
+/// to i64 (`None` for NULL); does nothing for other columns.
+#[inline]
+pub fn for_each_int_at(c: &Column, rows: &[u32], mut f: impl FnMut(usize, Option<i64>)) {
+    fn each<T>(x: &PrimitiveColumn<T>, rows: &[u32], f: &mut impl FnMut(usize, Option<i64>))
+    where
+        T: NativeType + Into<i64>,
+    {
+        let values = x.values();
+        let valid = x.validity();
+        for &r in rows {
+            let r = r as usize;
+            f(r, valid.is_none_or(|v| v.get(r)).then(|| values[r].into()));
+        }
+    }
+    match c {
+        Column::Int32(x) | Column::Date32(x) => each(x, rows, &mut f),
+        Column::Int64(x) | Column::Timestamp(x) => each(x, rows, &mut f),
+        _ => {}
+    }
+}
+
 /// Calls `f(row, value)` for every row of an integer-like column, widened to i64 (`None`
 /// for NULL); does nothing for other columns.
 #[inline]
@@ -279,13 +301,14 @@ impl IntPacking {
         Some(Self { mins, spans })
     }
 
-    /// Every row's packed key (NULL where some key is NULL).
-    pub fn pack(&self, cols: &[Column]) -> Column {
+    /// Every row's packed key (NULL where some key is NULL); with `rows`, only those rows'
+    /// (a filter's survivors: the others are left 0 and valid, and must not be read).
+    pub fn pack(&self, cols: &[Column], rows: Option<&[u32]>) -> Column {
         let n = cols.first().map_or(0, Column::len);
         let mut packed = vec![0i64; n];
         let mut valid = vec![true; n];
         for (c, (&min, &span)) in cols.iter().zip(self.mins.iter().zip(&self.spans)) {
-            for_each_int(c, |r, v| match v {
+            let put = |r: usize, v: Option<i64>| match v {
                 None => valid[r] = false,
                 Some(v) => {
                     // Below `min` wraps past the span.
@@ -296,10 +319,16 @@ impl IntPacking {
                         false => -1,
                     };
                 }
-            });
+            };
+            match rows {
+                None => for_each_int(c, put),
+                Some(rows) => for_each_int_at(c, rows, put),
+            }
         }
-        let validity = valid
-            .contains(&false)
+        // Only a key column with NULLs can have made a row NULL.
+        let validity = cols
+            .iter()
+            .any(|c| c.null_count() > 0)
             .then(|| morsel_storage::Bitmap::from_bools(valid));
         Column::Int64(PrimitiveColumn::new(packed.into(), validity))
     }
