@@ -21,7 +21,8 @@ pub struct LikeMatcher {
     fast: Fast,
     case_insensitive: bool,
     /// A literal run every matching text contains, searched for in a column's bytes at once
-    /// (case-sensitive patterns that do not anchor both ends to literals).
+    /// (case-sensitive patterns other than `abc`, `abc%` and `%abc`, whose rows are cheap to
+    /// test one by one).
     scan: Option<Box<Finder<'static>>>,
 }
 

@@ -1,6 +1,7 @@
 //! The partitioned side of hash aggregation, for inputs with many groups. Groups are split
 //! into [`PARTITIONS`] partitions by a few bits of their key hash; each partition is reduced on
-//! its own, on the workers, and the groups are then put back in first-seen order.
+//! its own, on the workers, and the groups are then put back in first-seen order (or, where
+//! nothing reads their order, handed on as a batch per partition).
 //!
 //! A partition receives one piece per morsel (or per run of morsels), in morsel order:
 //! - from morsels whose rows share few keys, the groups of their partial tables (keys and

@@ -143,7 +143,8 @@ impl MemTable {
 
 /// A sampled value as a key for counting repeats: numbers, dates and booleans by their bits
 /// (one column holds one type), text by its bytes; `None` for NULL. Equal keys are equal
-/// values (a float's -0.0 and 0.0 count apart, which moves an estimate by one at most).
+/// values; equal values have equal keys but for a float's -0.0 and 0.0, or NaNs of other
+/// bits, which count apart (moving an estimate by one or two at most).
 #[derive(Hash, PartialEq, Eq)]
 enum SampleKey<'a> {
     Bits(u64),
