@@ -8,7 +8,8 @@
 
 use std::cmp::Ordering;
 
-use morsel_storage::{Batch, Column, SchemaRef};
+use hashbrown::HashMap;
+use morsel_storage::{Batch, Column, SchemaRef, Utf8Column};
 
 use super::par_sort::{par_sort_by, par_sort_by_buckets};
 use crate::error::ExecResult;
@@ -55,8 +56,9 @@ const STRING_WORDS: usize = 4;
 
 /// Each row's sort keys as words that compare, as unsigned integers in order, the way the
 /// keys do: per key, a word placing NULLs (only for a key that has any) and a word holding
-/// the value's bits mapped to an order-preserving unsigned integer (inverted for DESC). A
-/// string takes as many words as its longest value needs, up to [`STRING_WORDS`], its bytes
+/// the value's bits mapped to an order-preserving unsigned integer (inverted for DESC). When
+/// packing, a string with few distinct values takes its rank among them ([`text_ranks`]);
+/// otherwise as many words as its longest value needs, up to [`STRING_WORDS`], its bytes
 /// big-endian and zero-padded. Where a string may not fit (longer values, or NUL bytes that
 /// padding would confuse), its words end the words: rows whose words differ are in word
 /// order, but equal words may still differ from that key on. Returns the words, row-major,
@@ -77,7 +79,11 @@ fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize
             );
         }
         let invert = |v: u64| if *asc { v } else { !v };
-        if let Column::Utf8(x) = c {
+        let ranks = match c {
+            Column::Utf8(x) if pack => text_ranks(x, n),
+            _ => None,
+        };
+        if let (Column::Utf8(x), None) = (c, &ranks) {
             let values = (0..n).filter(|&i| x.is_valid(i)).map(|i| x.value_bytes(i));
             let (longest, nul) = values.fold((0, false), |(l, z), b| {
                 (l.max(b.len()), z || b.contains(&0))
@@ -108,6 +114,8 @@ fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize
             continue;
         }
         let value: Vec<u64> = match c {
+            // Ranked (a string without ranks took its words above).
+            Column::Utf8(_) => ranks.unwrap_or_default(),
             Column::Boolean(x) => (0..n).map(|i| u64::from(x.values().get(i))).collect(),
             Column::Int32(x) | Column::Date32(x) => x
                 .values()
@@ -137,7 +145,6 @@ fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize
                     }
                 })
                 .collect(),
-            Column::Utf8(_) => unreachable!("strings were handled above"),
         };
         let mut value: Vec<u64> = value.into_iter().map(invert).collect();
         if let Some(bits) = validity {
@@ -156,6 +163,40 @@ fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize
     let (words, w) = pack_words(&words_per_key, n, pack);
     (words, w, undecided)
 }
+
+/// Each row's rank among the distinct valid values of a string column, in byte order (any
+/// number for a NULL row), when the column has few distinct values: a key of a few bits
+/// that packs beside the others, where its bytes would take up to [`STRING_WORDS`] words and
+/// leave a full sort comparing slices (TPC-H Q16 sorts 18K rows by two such strings). `None`
+/// once more than one in [`RANK_SHARE`] rows is a distinct value.
+fn text_ranks(x: &Utf8Column, n: usize) -> Option<Vec<u64>> {
+    let most = (n / RANK_SHARE).max(16);
+    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    let mut row_ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let id = if x.is_valid(i) {
+            let next = ids.len() as u32;
+            *ids.entry(x.value_bytes(i)).or_insert(next)
+        } else {
+            0
+        };
+        if ids.len() > most {
+            return None;
+        }
+        row_ids.push(id);
+    }
+    let mut distinct: Vec<(&[u8], u32)> = ids.into_iter().collect();
+    distinct.sort_unstable();
+    let mut rank = vec![0u64; distinct.len().max(1)];
+    for (r, &(_, id)) in distinct.iter().enumerate() {
+        rank[id as usize] = r as u64;
+    }
+    Some(row_ids.into_iter().map(|id| rank[id as usize]).collect())
+}
+
+/// A string sort key is ranked ([`text_ranks`]) while at most one in this many rows is a
+/// distinct value.
+const RANK_SHARE: usize = 8;
 
 /// Packs word columns into as few row-major words as they fit: each column keeps only the
 /// bits its values span (less its minimum), and columns share a word while they fit. Rows
@@ -486,7 +527,7 @@ mod tests {
                     "abcdefghijklmnopqrstuvwxyz0123456",
                     "abcdefghijklmnopqrstuvwxyz0123457",
                 ];
-                let column = match next(5) {
+                let column = match next(6) {
                     4 => Column::Utf8(morsel_storage::Utf8Column::from_strs(
                         (0..n)
                             .map(|_| {
@@ -495,6 +536,20 @@ mod tests {
                             })
                             .collect::<Vec<_>>(),
                     )),
+                    // Mostly distinct values: too many to rank, so sorted by their words.
+                    5 => {
+                        let values: Vec<Option<String>> = (0..n)
+                            .map(|_| {
+                                valid(&mut next).then(|| {
+                                    let s = strings[next(strings.len() as u64) as usize];
+                                    format!("{s}{}", next(1 << 20))
+                                })
+                            })
+                            .collect();
+                        Column::Utf8(morsel_storage::Utf8Column::from_strs(
+                            values.iter().map(|v| v.as_deref()),
+                        ))
+                    }
                     0 => Column::Int64(PrimitiveColumn::from_options(
                         (0..n)
                             .map(|_| valid(&mut next).then(|| next(7) as i64 - 3))
