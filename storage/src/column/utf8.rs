@@ -146,11 +146,13 @@ impl Utf8Column {
     }
 
     /// Gathers rows by index; `u32::MAX` yields a null row. The bytes are sized before
-    /// copying (with room for one short value's block past them), so the buffer never grows
+    /// copying (with room for one value's blocks past them), so the buffer never grows
     /// (and is never copied) on the way.
     pub fn take(&self, indices: &[u32]) -> Self {
-        /// Values up to this long are copied as a fixed block (see below).
-        const SHORT: usize = 16;
+        /// A single value is copied as whole blocks of this many bytes (see below)...
+        const BLOCK: usize = 16;
+        /// ...when it spans at most this many.
+        const BLOCKS_MOST: usize = 8;
         let o = self.offsets();
         let len = |i: u32| {
             if i == u32::MAX {
@@ -161,7 +163,7 @@ impl Utf8Column {
         };
         let total: usize = indices.iter().map(|&i| len(i)).sum();
         let src = self.data();
-        let mut data: Vec<u8> = Vec::with_capacity(total + SHORT);
+        let mut data: Vec<u8> = Vec::with_capacity(total + BLOCK * BLOCKS_MOST);
         let mut offsets = Vec::with_capacity(indices.len() + 1);
         offsets.push(0i64);
         // A run of consecutive rows (most of what a filter keeps) is one copy of its bytes.
@@ -178,19 +180,30 @@ impl Utf8Column {
                 end += 1;
             }
             let (from, to) = (o[first as usize] as usize, o[first as usize + 1] as usize);
-            if end == k + 1 && to - from <= SHORT && from + SHORT <= src.len() {
-                // One short value (a name, a code: most of what a join gathers): a copy of
-                // a fixed SHORT bytes instead of a call to copy its length.
+            let blocks = (to - from).div_ceil(BLOCK);
+            if end == k + 1 && blocks <= BLOCKS_MOST && from + blocks * BLOCK <= src.len() {
+                // One value of up to a few blocks (a name, an address, a comment: most of
+                // what a join gathers): fixed 16-byte copies in a short loop instead of a
+                // call to copy its length, which costs more than the copy at these sizes.
                 let at = data.len();
-                let bytes: [u8; SHORT] = src[from..from + SHORT].try_into().expect("SHORT");
-                // SAFETY: `data` holds at most `total` bytes once every value is copied and
-                // was made with room for `total + SHORT`, so the SHORT bytes written at its
-                // end are within its capacity; only the value's `to - from` of them are
-                // then counted as its contents, and every byte counted has been written.
-                unsafe {
-                    std::ptr::write_unaligned(data.as_mut_ptr().add(at).cast(), bytes);
-                    data.set_len(at + to - from);
+                for b in 0..blocks {
+                    let block: [u8; BLOCK] = src[from + b * BLOCK..from + (b + 1) * BLOCK]
+                        .try_into()
+                        .expect("BLOCK");
+                    // SAFETY: `data` holds at most `total` bytes once every value is copied
+                    // and was made with room for `total + BLOCK * BLOCKS_MOST`; this value's
+                    // blocks end less than `BLOCK * BLOCKS_MOST` bytes past `at + to - from`,
+                    // so every block written is within its capacity.
+                    unsafe {
+                        std::ptr::write_unaligned(
+                            data.as_mut_ptr().add(at + b * BLOCK).cast(),
+                            block,
+                        );
+                    }
                 }
+                // SAFETY: the value's `to - from` bytes at `at` were written by the blocks
+                // above (the bytes past them, also written, are not counted).
+                unsafe { data.set_len(at + to - from) };
                 offsets.push(data.len() as i64);
                 k = end;
                 continue;
@@ -361,15 +374,17 @@ mod tests {
         }
     }
 
-    /// Single values copied as a fixed block (up to 16 bytes, not at the very end of the
-    /// bytes) and the rest copied by length give the same values: lengths 0 to 40 around
-    /// the block's size, picked in random order, the last values of the bytes included.
+    /// Single values copied as 16-byte blocks (up to eight blocks, not at the very end of
+    /// the bytes) and the rest copied by length give the same values: lengths 0 to 200
+    /// around the block's size and the most blocks, picked in random order, the last values
+    /// of the bytes included.
     #[test]
     fn short_values_copied_as_blocks_keep_their_bytes() {
         let mut rng = crate::test_rng::Rng(21);
         let values: Vec<String> = (0..300)
             .map(|i| {
-                let n = [0, 1, 15, 16, 17, 40][i % 6].min(rng.below(41) as usize);
+                let n =
+                    [0, 1, 15, 16, 17, 40, 127, 128, 129, 200][i % 10].min(rng.below(201) as usize);
                 (0..n)
                     .map(|k| char::from(b'a' + ((i + k) % 26) as u8))
                     .collect()
