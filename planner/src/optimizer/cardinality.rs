@@ -126,23 +126,31 @@ fn compute_rows(plan: &LogicalPlan) -> f64 {
             on,
             filter,
             ..
-        } => {
-            let (l, r) = (estimate_rows(left), estimate_rows(right));
-            let sides = Sides { left, right, l, r };
-            let inner = keyed_join_rows(l, r, !on.is_empty(), sides.key_distinct(on))
-                * filter.as_ref().map_or(1.0, selectivity);
-            match kind {
-                JoinKind::Inner => inner,
-                JoinKind::Left => inner.max(l),
-                JoinKind::Right => inner.max(r),
-                JoinKind::Full => inner.max(l + r),
-                JoinKind::Semi => l * sides.semi_fraction(on, filter.as_ref()),
-                JoinKind::Anti { .. } => {
-                    l * (1.0 - sides.semi_fraction(on, filter.as_ref())).max(ANTI_MIN)
-                }
-                JoinKind::Mark { .. } => l,
-            }
-        }
+        } => join_rows(left, right, kind, on, filter.as_ref()),
+    }
+}
+
+/// The estimated rows of a join of `left` and `right` (as [`estimate_rows`] gives for the
+/// join node), for a join not built yet.
+pub fn join_rows(
+    left: &LogicalPlan,
+    right: &LogicalPlan,
+    kind: &JoinKind,
+    on: &[(Expr, Expr)],
+    filter: Option<&Expr>,
+) -> f64 {
+    let (l, r) = (estimate_rows(left), estimate_rows(right));
+    let sides = Sides { left, right, l, r };
+    let inner = keyed_join_rows(l, r, !on.is_empty(), sides.key_distinct(on))
+        * filter.map_or(1.0, selectivity);
+    match kind {
+        JoinKind::Inner => inner,
+        JoinKind::Left => inner.max(l),
+        JoinKind::Right => inner.max(r),
+        JoinKind::Full => inner.max(l + r),
+        JoinKind::Semi => l * sides.semi_fraction(on, filter),
+        JoinKind::Anti { .. } => l * (1.0 - sides.semi_fraction(on, filter)).max(ANTI_MIN),
+        JoinKind::Mark { .. } => l,
     }
 }
 

@@ -38,3 +38,28 @@ pub(crate) fn test_table(name: &str, cols: &[&str]) -> crate::plan::PlanBuilder 
     let source = TableSource::Memory(Arc::new(MemTable::new(Arc::new(schema), Vec::new())));
     PlanBuilder::scan(name, name, source)
 }
+
+/// A named in-memory table of BIGINT columns holding these values (all of one length), for
+/// the rules' tests that need row and distinct-value estimates.
+#[cfg(test)]
+pub(crate) fn test_data_table(name: &str, cols: &[(&str, Vec<i64>)]) -> crate::plan::PlanBuilder {
+    use std::sync::Arc;
+
+    use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, Schema};
+
+    use crate::plan::{MemTable, PlanBuilder, TableSource};
+
+    let schema = Arc::new(Schema::new(
+        cols.iter()
+            .map(|(c, _)| Field::new(*c, DataType::Int64, false))
+            .collect(),
+    ));
+    let rows = cols.first().map_or(0, |(_, v)| v.len());
+    let columns = cols
+        .iter()
+        .map(|(_, v)| Column::Int64(PrimitiveColumn::from_vec(v.clone())))
+        .collect();
+    let batch = Batch::try_new(schema.clone(), columns, rows).expect("batch");
+    let source = TableSource::Memory(Arc::new(MemTable::new(schema, vec![batch])));
+    PlanBuilder::scan(name, name, source)
+}

@@ -418,28 +418,15 @@ fn join_step(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, Schema};
-
     use super::order_probes;
     use crate::expr::col;
-    use crate::plan::{JoinKind, LogicalPlan, MemTable, PlanBuilder, TableSource};
+    use crate::optimizer::rules::test_data_table;
+    use crate::plan::{JoinKind, LogicalPlan, PlanBuilder};
 
     /// A memory table of `rows` rows whose integer columns all hold the row number.
     fn table(name: &str, cols: &[&str], rows: i64) -> PlanBuilder {
-        let schema = Arc::new(Schema::new(
-            cols.iter()
-                .map(|c| Field::new(*c, DataType::Int64, false))
-                .collect(),
-        ));
-        let columns = cols
-            .iter()
-            .map(|_| Column::Int64(PrimitiveColumn::from_vec((0..rows).collect())))
-            .collect();
-        let batch = Batch::try_new(schema.clone(), columns, rows as usize).expect("batch");
-        let source = TableSource::Memory(Arc::new(MemTable::new(schema, vec![batch])));
-        PlanBuilder::scan(name, name, source)
+        let cols: Vec<(&str, Vec<i64>)> = cols.iter().map(|&c| (c, (0..rows).collect())).collect();
+        test_data_table(name, &cols)
     }
 
     /// The build inputs' tables along the left spine, bottom first.
