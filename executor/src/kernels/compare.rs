@@ -194,9 +194,10 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
             let n = a.len();
             let (o, data, t) = (a.offsets(), a.data(), TextConst::new(y));
             let values = match op {
-                // Every value one byte long (a flag, a status): the bytes compare as they
-                // lie, many to an instruction, without reading the offsets row by row.
-                BinaryOp::Eq | BinaryOp::NotEq if y.len() == 1 && all_of_length(o, 1) => {
+                // Every value one byte long (a flag, a status; known from when the column
+                // was made, or else checked): the bytes compare as they lie, many to an
+                // instruction, without reading the offsets row by row.
+                BinaryOp::Eq | BinaryOp::NotEq if y.len() == 1 && a.all_of_width(1) => {
                     let bytes = &data[o[0] as usize..o[n] as usize];
                     let (c, eq) = (y[0], op == BinaryOp::Eq);
                     Bitmap::from_values(bytes, |b| (b == c) == eq)
@@ -210,22 +211,6 @@ pub fn compare_scalar(op: BinaryOp, l: &Column, value: &ScalarValue) -> Option<B
         }
         _ => number_against_constant!(l, value, against, None),
     }
-}
-
-/// Whether every value at the offsets `o` is `len` bytes long. Reads the offsets a block at a
-/// time (a loop that vectorizes), so a column of other lengths is told after its first block.
-fn all_of_length(o: &[i64], len: i64) -> bool {
-    const BLOCK: usize = 1024;
-    let n = o.len().saturating_sub(1);
-    (0..n).step_by(BLOCK).all(|from| {
-        let to = (from + BLOCK).min(n);
-        let (starts, ends) = (&o[from..to], &o[from + 1..=to]);
-        let off = starts
-            .iter()
-            .zip(ends)
-            .fold(0, |acc, (s, e)| acc | ((e - s) ^ len));
-        off == 0
-    })
 }
 
 /// Keeps the `rows` of `l` where `l op value` holds (NULL rows never do), for one non-NULL
@@ -636,9 +621,10 @@ mod tests {
         }
     }
 
-    /// A column of one-byte values, whole or a window part way in, compares with a one-byte
-    /// constant as with a column of copies; so does one where a single value past the
-    /// first block of offsets is longer or empty.
+    /// A column of one-byte values (so known when made), whole or a window part way in,
+    /// compares with a one-byte constant as with a column of copies; so does one where a
+    /// single value past the first block of offsets is longer or empty (not known when made,
+    /// checked), and its windows of one-byte values.
     #[test]
     fn one_byte_values_compare_as_copies_do() {
         let letters = ["A", "N", "R"];
@@ -648,7 +634,16 @@ mod tests {
         empty[2047] = "";
         for values in [base, longer, empty] {
             let col = Column::Utf8(Utf8Column::from_strs(values.iter().map(|&v| Some(v))));
-            for (from, len) in [(0, 3000), (1, 2999), (1030, 1500), (2500, 1), (5, 0)] {
+            // Whole, windows part way in (one-byte windows of the mixed columns among
+            // them), one row, none.
+            for (from, len) in [
+                (0, 3000),
+                (1, 2999),
+                (1030, 1500),
+                (0, 2000),
+                (2500, 1),
+                (5, 0),
+            ] {
                 let window = col.slice(from, len);
                 for value in ["R", "X", "RR", ""] {
                     let value = ScalarValue::Utf8(value.into());

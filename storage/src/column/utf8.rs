@@ -10,6 +10,34 @@ pub struct Utf8Column {
     offsets: Buffer<i64>,
     data: Buffer<u8>,
     validity: Option<Bitmap>,
+    /// `Some(w)`: every row (NULL rows included) is `w` bytes long, as known when the column
+    /// was made (a flag or code column); `None`: not known to be.
+    width: Option<u32>,
+}
+
+/// `Some(w)` when every row at the offsets `o` is `w` bytes long.
+fn common_width(o: &[i64]) -> Option<u32> {
+    let w = match o {
+        [first, second, ..] => second - first,
+        _ => return None,
+    };
+    rows_of_width(o, w).then(|| u32::try_from(w).ok()).flatten()
+}
+
+/// Whether every row at the offsets `o` is `width` bytes long. Reads the offsets a block at
+/// a time (a loop that vectorizes), so rows of other widths are told after their block.
+fn rows_of_width(o: &[i64], width: i64) -> bool {
+    const BLOCK: usize = 1024;
+    let n = o.len().saturating_sub(1);
+    (0..n).step_by(BLOCK).all(|from| {
+        let to = (from + BLOCK).min(n);
+        let (starts, ends) = (&o[from..to], &o[from + 1..=to]);
+        let off = starts
+            .iter()
+            .zip(ends)
+            .fold(0, |acc, (s, e)| acc | ((e - s) ^ width));
+        off == 0
+    })
 }
 
 impl Utf8Column {
@@ -50,10 +78,12 @@ impl Utf8Column {
         if !offsets.iter().all(|&o| text.is_char_boundary(o as usize)) {
             return bad("an offset inside a character");
         }
+        let width = common_width(&offsets);
         Ok(Self {
             offsets: Buffer::from_vec(offsets),
             data: Buffer::from_vec(data),
             validity,
+            width,
         })
     }
 
@@ -113,7 +143,16 @@ impl Utf8Column {
             offsets: self.offsets.slice(offset, len + 1),
             data: self.data.clone(),
             validity: self.validity.as_ref().map(|v| v.slice(offset, len)),
+            width: self.width,
         }
+    }
+
+    /// Whether every row (NULL rows included) is `width` bytes long, so that the rows'
+    /// bytes lie `width` apart from the first offset on: known when the column was made,
+    /// or else checked over the offsets.
+    pub fn all_of_width(&self, width: usize) -> bool {
+        self.width.is_some_and(|w| w as usize == width)
+            || rows_of_width(self.offsets(), width as i64)
     }
 
     /// Keeps the rows whose bit is set in `mask`: each run of kept rows is one copy of its
@@ -142,6 +181,7 @@ impl Utf8Column {
             offsets: Buffer::from_vec(offsets),
             data: Buffer::from_vec(data),
             validity,
+            width: self.width,
         }
     }
 
@@ -222,6 +262,10 @@ impl Utf8Column {
             offsets: Buffer::from_vec(offsets),
             data: Buffer::from_vec(data),
             validity,
+            // A row made NULL by `u32::MAX` is empty.
+            width: self
+                .width
+                .filter(|&w| w == 0 || !indices.contains(&u32::MAX)),
         }
     }
 
@@ -312,10 +356,12 @@ impl Utf8Builder {
 
     pub fn finish(self) -> Utf8Column {
         let validity = self.validity.finish().filter(|v| v.count_zeros() > 0);
+        let width = common_width(&self.offsets);
         Utf8Column {
             offsets: Buffer::from_vec(self.offsets),
             data: Buffer::from_vec(self.data),
             validity,
+            width,
         }
     }
 }
@@ -345,6 +391,31 @@ mod tests {
         assert_eq!((col.get(0), col.get(1)), (Some("x"), None));
         let wrong = Bitmap::from_bools([true]);
         assert!(Utf8Column::from_byte_rows(vec![0, 1, 1], b"x".to_vec(), Some(wrong)).is_err());
+    }
+
+    /// A column knows when every row is one width: from its builder or its byte rows, kept
+    /// by slices, filters, takes and concatenation; a mix of widths, or a NULL row (empty)
+    /// among wider ones, made or taken, leaves it unknown.
+    #[test]
+    fn a_common_width_is_known_where_every_row_has_it() {
+        let codes = Utf8Column::from_strs(["A", "N", "R", "A"].map(Some));
+        let mixed = Utf8Column::from_strs([Some("A"), Some("NO")]);
+        let with_null = Utf8Column::from_strs([Some("A"), None]);
+        assert_eq!(codes.width, Some(1));
+        assert_eq!(mixed.width, None);
+        assert_eq!(with_null.width, None);
+        assert_eq!(codes.slice(1, 2).width, Some(1));
+        let mask = Bitmap::from_bools([true, false, true, false]);
+        assert_eq!(codes.filter(&mask).width, Some(1));
+        assert_eq!(codes.take(&[3, 0, 0]).width, Some(1));
+        assert_eq!(codes.take(&[3, u32::MAX]).width, None);
+        let joined = Utf8Column::concat(&[&codes, &codes.slice(0, 1)]);
+        assert_eq!(joined.width, Some(1));
+        assert_eq!(Utf8Column::concat(&[&codes, &mixed]).width, None);
+        let rows = Utf8Column::from_byte_rows(vec![0, 2, 4], b"abcd".to_vec(), None).unwrap();
+        assert_eq!(rows.width, Some(2));
+        let uneven = Utf8Column::from_byte_rows(vec![0, 1, 4], b"abcd".to_vec(), None).unwrap();
+        assert_eq!(uneven.width, None);
     }
 
     /// A take copies runs of consecutive rows at once: from a slice of a column, with NULL
