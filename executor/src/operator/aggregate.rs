@@ -5,7 +5,8 @@
 //!   types allow, see [`super::group_ids`]), sized from the first batch's distinct keys and
 //!   merged with the other partials in morsel order;
 //! - nearly every row a new key: its rows are scattered by key hash into partitions, each
-//!   reduced once in `finish` (see [`super::group_partitions`]).
+//!   reduced once in `finish` (see [`super::group_partitions`]); or, when the first batch is
+//!   small, kept as they came for the merge to group (see [`super::pending_rows`]).
 //!
 //! Output groups appear in order of first appearance in the input, and every group's states
 //! combine in morsel order, so float sums add in a data-determined order whatever the number
@@ -26,6 +27,7 @@ use super::int_groups::IntTable;
 use super::keys::{
     decode_keys, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
 };
+use super::pending_rows::PendingRows;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
 use crate::scheduler::Sink;
@@ -64,9 +66,9 @@ const SCATTER_DISTINCT_PER_ROWS: usize = 2;
 /// bits by hash; the share of bits left clear tells how many distinct keys there were).
 const SKETCH_BITS: usize = 1 << 15;
 
-/// A first batch of fewer rows keeps a group table (grouping it is cheap either way); also
-/// the rows after which the keys seen so far are first checked.
-const MIN_SCATTER_ROWS: usize = 1024;
+/// A first batch of fewer rows is not scattered (its rows are kept for the merge, or grouped
+/// in a table); also the rows after which the keys seen so far are first checked.
+pub(super) const MIN_SCATTER_ROWS: usize = 1024;
 
 /// A batch's group keys, as the grouping paths read them.
 pub enum BatchKeys<'a> {
@@ -91,12 +93,13 @@ impl BatchKeys<'_> {
     }
 }
 
-/// A morsel's share of the work: a group table (by value for one integer-like key), or its
-/// rows scattered by key hash.
+/// A morsel's share of the work: a group table (by value for one integer-like key), its
+/// rows scattered by key hash, or its rows kept for the merge to group.
 pub enum Partial {
     Table(GroupTable),
     Ints(IntTable),
     Rows(ScatteredRows),
+    Pending(PendingRows),
 }
 
 impl Partial {
@@ -104,12 +107,14 @@ impl Partial {
         matches!(self, Partial::Rows(_))
     }
 
-    /// Groups held by a table (none for scattered rows).
+    /// Groups held by a table, or rows kept for the merge (a group each at most); none for
+    /// scattered rows.
     pub(super) fn table_groups(&self) -> usize {
         match self {
             Partial::Table(t) => t.keys.len(),
             Partial::Ints(t) => t.len(),
             Partial::Rows(_) => 0,
+            Partial::Pending(r) => r.rows(),
         }
     }
 }
@@ -156,7 +161,7 @@ impl GroupTable {
     }
 
     /// Adds a batch's rows: `args` are each aggregate's argument.
-    fn update(&mut self, keys: &BatchKeys, args: &[Option<Column>]) -> ExecResult<()> {
+    pub(super) fn update(&mut self, keys: &BatchKeys, args: &[Option<Column>]) -> ExecResult<()> {
         let intern_all = |keys: &mut KeyInterner, encoded: &RowKeys, hashes: &[u64]| {
             hashes
                 .iter()
@@ -204,16 +209,14 @@ pub(super) fn update_accs(
     Ok(())
 }
 
-/// Whether a morsel should scatter its rows, from its first batch's keys: when their
-/// distinct count, estimated over all rows, is at least half the rows. Keys seen so far are
-/// checked after [`MIN_SCATTER_ROWS`] rows and four times that: distinct keys only get
-/// rarer as more rows come, so fewer than half distinct by then settles it for a table
-/// without reading the rest.
+/// Whether a morsel should scatter its rows (or keep them for the merge, when its first batch
+/// has fewer than [`MIN_SCATTER_ROWS`]), from its first batch's keys: when their distinct
+/// count, estimated over all rows, is at least half the rows. Keys seen so far are checked
+/// after [`MIN_SCATTER_ROWS`] rows and four times that: distinct keys only get rarer as more
+/// rows come, so fewer than half distinct by then settles it for a table without reading
+/// the rest.
 fn many_groups(keys: &BatchKeys) -> Grouping {
     let rows = keys.rows();
-    if rows < MIN_SCATTER_ROWS {
-        return Grouping::Table { groups: 0 };
-    }
     let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
     let mut seen = 0;
     for upto in [MIN_SCATTER_ROWS, 4 * MIN_SCATTER_ROWS, rows] {
@@ -263,7 +266,10 @@ fn many_groups(keys: &BatchKeys) -> Grouping {
             };
         }
     }
-    Grouping::Scatter
+    match rows < MIN_SCATTER_ROWS {
+        true => Grouping::Pending,
+        false => Grouping::Scatter,
+    }
 }
 
 /// Every row's encoded key over `cols`, and its hash.
@@ -279,6 +285,8 @@ pub(super) fn encode_with_hashes(cols: &[Column]) -> (RowKeys, Vec<u64>) {
 enum Grouping {
     /// Its rows are scattered by key hash.
     Scatter,
+    /// Its rows are kept for the merge.
+    Pending,
     /// A group table, sized for about this many groups.
     Table { groups: usize },
 }
@@ -308,7 +316,7 @@ const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// An integer key's hash for a sketch: one multiplication, whose top bits spread even
 /// consecutive values.
-fn int_hash(v: Option<i64>) -> u64 {
+pub(super) fn int_hash(v: Option<i64>) -> u64 {
     v.map_or(FIBONACCI, |x| (x as u64).wrapping_mul(FIBONACCI))
 }
 
@@ -373,7 +381,8 @@ impl Sink for AggregateSink {
                 "hash aggregate on {} key(s), groups in {}: per morsel a group \
                  table, or, when its keys are mostly distinct (est. 1 in \
                  {SCATTER_DISTINCT_PER_ROWS} rows), its rows scattered into {PARTITIONS} \
-                 partitions by key hash; merged in morsel order, by partition in parallel past \
+                 partitions by key hash (or, under {MIN_SCATTER_ROWS} rows, kept for the \
+                 merge); merged in morsel order, by partition in parallel past \
                  {PARTITIONED_MERGE_GROUPS} groups",
                 self.group.len(),
                 match self.keep_order {
@@ -403,6 +412,7 @@ impl Sink for AggregateSink {
             }
             Partial::Ints(t) => t.heap_bytes(),
             Partial::Rows(r) => r.heap_bytes(),
+            Partial::Pending(r) => r.heap_bytes(),
         }
     }
 
@@ -422,8 +432,13 @@ impl Sink for AggregateSink {
             return Vec::new();
         }
         let scattered = partials.iter().filter(|p| p.is_scattered()).count();
+        let pending = partials
+            .iter()
+            .filter(|p| matches!(p, Partial::Pending(_)))
+            .count();
         vec![format!(
-            "{scattered} of {} morsels scattered by key hash (many distinct keys)",
+            "{scattered} of {} morsels scattered by key hash, {pending} kept as rows for the \
+             merge (many distinct keys)",
             partials.len()
         )]
     }
@@ -444,6 +459,7 @@ impl Sink for AggregateSink {
                 match p {
                     Partial::Table(t) => (0..t.keys.len()).for_each(|g| sketch.set(t.keys.hash(g))),
                     Partial::Ints(t) => t.values().iter().for_each(|&v| sketch.set(int_hash(v))),
+                    Partial::Pending(r) => r.for_each_hash(|h| sketch.set(h)),
                     Partial::Rows(_) => {}
                 }
             }
@@ -496,6 +512,7 @@ impl AggregateSink {
                 Some(p) => p,
                 None => partial.insert(match (decide(&keys), &keys) {
                     (Grouping::Scatter, _) => Partial::Rows(ScatteredRows::new()),
+                    (Grouping::Pending, _) => Partial::Pending(PendingRows::default()),
                     (Grouping::Table { groups }, BatchKeys::Int(col)) => {
                         let mut table = IntTable::new(col.data_type(), self.new_accs()?);
                         table.reserve(groups);
@@ -517,6 +534,7 @@ impl AggregateSink {
                 }
                 (Partial::Table(t), _) => t.update(&keys, &args)?,
                 (Partial::Rows(r), _) => r.push_batch(keys, &args)?,
+                (Partial::Pending(r), _) => r.push(keys, args),
             }
         }
         match partial {
@@ -545,18 +563,30 @@ impl AggregateSink {
         Ok(t)
     }
 
-    /// Merges the partials one after another into one table (all of them tables): by value
-    /// when they hold integer keys.
+    /// Merges the partials one after another into one table (tables, or rows kept for the
+    /// merge, added as they came): by value when they hold integer keys.
     fn merge_serial(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
-        if partials.iter().any(|p| matches!(p, Partial::Ints(_))) {
+        let by_value = |p: &Partial| match p {
+            Partial::Ints(_) => true,
+            Partial::Pending(r) => r.by_value(),
+            _ => false,
+        };
+        if partials.iter().any(by_value) {
             return self.merge_ints(partials);
         }
         let mut global = self.new_table()?;
         for p in partials {
-            let Partial::Table(p) = p else {
-                return Err(ExecError::Internal(
-                    "scattered rows reached the serial merge".into(),
-                ));
+            let p = match p {
+                Partial::Table(p) => p,
+                Partial::Pending(rows) => {
+                    rows.drain(|keys, args| global.update(&keys, args))?;
+                    continue;
+                }
+                Partial::Ints(_) | Partial::Rows(_) => {
+                    return Err(ExecError::Internal(
+                        "scattered rows reached the serial merge".into(),
+                    ))
+                }
             };
             let mapping: Vec<u32> = (0..p.keys.len())
                 .map(|g| global.keys.intern(p.keys.key(g), p.keys.hash(g)).0)
@@ -695,6 +725,7 @@ mod tests {
 
     const TABLE: fn(&BatchKeys) -> Grouping = |_| Grouping::Table { groups: 0 };
     const SCATTER: fn(&BatchKeys) -> Grouping = |_| Grouping::Scatter;
+    const PENDING: fn(&BatchKeys) -> Grouping = |_| Grouping::Pending;
 
     #[test]
     fn partitioned_merge_equals_serial_merge_bit_for_bit() {
@@ -844,6 +875,50 @@ mod tests {
         }
     }
 
+    /// A morsel's rows kept for the merge give the groups its table gives, in the same
+    /// first-seen order, with the same counts and integer results; float sums agree to
+    /// rounding (the merge adds kept rows one by one, a table's sums as one). Kept in every
+    /// morsel or every other one, merged serially (by value for one integer key, encoded
+    /// otherwise) or by partition (the rows scattered when dealt), each way is the same bit
+    /// for bit at 1, 2 and 8 threads.
+    #[test]
+    fn kept_rows_equal_group_tables() {
+        let input = morsels();
+        for keys in [&[0][..], &[1], &[0, 1]] {
+            let serial = sink(1, keys);
+            let tables = input
+                .iter()
+                .map(|m| serial.consume_grouped(m, TABLE).unwrap())
+                .collect();
+            let expect = rows(&serial.merge_serial(tables).unwrap());
+            assert!(expect.len() > 5, "{} groups", expect.len());
+            let mut at_one_thread = [None, None, None, None];
+            for threads in [1, 2, 8] {
+                let ways = [(1, false), (2, false), (1, true), (2, true)];
+                for ((every, partitioned), first) in ways.into_iter().zip(&mut at_one_thread) {
+                    let s = sink(threads, keys);
+                    let partials: Vec<Partial> = input
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| {
+                            let how = if i % every == 0 { PENDING } else { TABLE };
+                            s.consume_grouped(m, how).unwrap()
+                        })
+                        .collect();
+                    let kept = partials.iter().filter(|p| matches!(p, Partial::Pending(_)));
+                    assert_eq!(kept.count(), input.len().div_ceil(every));
+                    let got = match partitioned {
+                        true => s.merge_partitioned(partials),
+                        false => s.finish(partials),
+                    };
+                    let got = rows(&got.unwrap());
+                    assert_same_to_rounding(&got, &expect);
+                    assert_eq!(&got, first.get_or_insert_with(|| got.clone()), "{threads}");
+                }
+            }
+        }
+    }
+
     /// Equal rows, float cells (written as bits by [`rows`]) within a relative 1e-12.
     fn assert_same_to_rounding(got: &[Vec<String>], want: &[Vec<String>]) {
         assert_eq!(got.len(), want.len());
@@ -889,6 +964,23 @@ mod tests {
         assert!(!decide(ints(16_384, &|i| (i / 4) as i64)));
         assert!(!decide(ints(16_384, &|i| (i % 1000) as i64)));
         assert!(!decide(ints(1000, &|i| i as i64)));
+        // A first batch of fewer rows than that is never scattered: its rows are kept for
+        // the merge when they are mostly distinct, else grouped in a table.
+        let small = |n: usize, f: &dyn Fn(usize) -> i64| many_groups(&BatchKeys::Int(&ints(n, f)));
+        assert!(matches!(small(1000, &|i| i as i64), Grouping::Pending));
+        assert!(matches!(
+            small(300, &|i| random[i] % 10_000),
+            Grouping::Pending
+        ));
+        assert!(matches!(small(1, &|_| 5), Grouping::Pending));
+        assert!(matches!(
+            small(300, &|i| random[i] % 16),
+            Grouping::Table { .. }
+        ));
+        assert!(matches!(
+            small(1000, &|i| (i / 4) as i64),
+            Grouping::Table { .. }
+        ));
     }
 
     /// Grouping by one integer-like key by value, or one text key by its bytes, gives the

@@ -22,6 +22,7 @@ use super::accumulator::Accumulator;
 use super::aggregate::{encode_with_hashes, AggregateSink, BatchKeys, GroupTable, Partial};
 use super::group_ids::intern_int;
 use super::keys::{encode_int, for_each_int, hash_key, KeyList, RowKeys};
+use super::pending_rows::PendingRows;
 use crate::error::{ExecError, ExecResult};
 use crate::scheduler::parallel_map;
 
@@ -219,10 +220,12 @@ enum Piece {
 /// output columns, groups in the same order.
 type ReducedPartition = (Vec<(u32, u32)>, Vec<Column>);
 
-/// Consecutive partials to deal together: a run of tables, or one morsel's scattered rows.
+/// Consecutive partials to deal together: a run of tables, one morsel's scattered rows, or
+/// one morsel's rows kept for the merge (scattered when dealt).
 enum Unit {
     Tables(u32, Vec<Partial>),
     Rows(u32, ScatteredRows),
+    Pending(u32, PendingRows),
 }
 
 impl AggregateSink {
@@ -246,24 +249,36 @@ impl AggregateSink {
                     sizes.push(r.rows);
                     units.push(Unit::Rows(i, r));
                 }
+                Partial::Pending(r) => {
+                    sizes.push(r.rows());
+                    units.push(Unit::Pending(i, r));
+                }
             }
         }
-        let dealt = parallel_map(self.threads, units, |_, unit| match unit {
-            Unit::Tables(first, run) => Ok::<_, ExecError>(
-                self.deal_tables(first, run)?
-                    .into_iter()
-                    .map(Piece::Groups)
-                    .collect(),
-            ),
-            Unit::Rows(morsel, rows) => {
-                let rows = Arc::new(rows);
-                Ok((0..PARTITIONS)
-                    .map(|_| Piece::Rows {
-                        morsel,
-                        rows: rows.clone(),
-                    })
-                    .collect::<Vec<Piece>>())
-            }
+        let dealt = parallel_map(self.threads, units, |_, unit| {
+            let (morsel, rows) = match unit {
+                Unit::Tables(first, run) => {
+                    return Ok::<_, ExecError>(
+                        self.deal_tables(first, run)?
+                            .into_iter()
+                            .map(Piece::Groups)
+                            .collect(),
+                    )
+                }
+                Unit::Rows(morsel, rows) => (morsel, rows),
+                Unit::Pending(morsel, pending) => {
+                    let mut rows = ScatteredRows::new();
+                    pending.drain(|keys, args| rows.push_batch(keys, args))?;
+                    (morsel, rows)
+                }
+            };
+            let rows = Arc::new(rows);
+            Ok((0..PARTITIONS)
+                .map(|_| Piece::Rows {
+                    morsel,
+                    rows: rows.clone(),
+                })
+                .collect::<Vec<Piece>>())
         });
         let mut by_partition: Vec<Vec<Piece>> = (0..PARTITIONS).map(|_| Vec::new()).collect();
         for pieces in dealt {
@@ -345,7 +360,7 @@ impl AggregateSink {
             let mut t: GroupTable = match t {
                 Partial::Table(t) => t,
                 Partial::Ints(t) => t.into_encoded(),
-                Partial::Rows(_) => {
+                Partial::Rows(_) | Partial::Pending(_) => {
                     return Err(ExecError::Internal(
                         "scattered rows dealt as a table".into(),
                     ))

@@ -10,7 +10,7 @@
 use morsel_storage::{Batch, Column, DataType, PrimitiveColumn};
 
 use super::accumulator::Accumulator;
-use super::aggregate::{update_accs, AggregateSink, GroupTable, Partial};
+use super::aggregate::{update_accs, AggregateSink, BatchKeys, GroupTable, Partial};
 use super::group_ids::{intern_int, IntIds};
 use super::keys::KeyInterner;
 use crate::error::{ExecError, ExecResult};
@@ -151,14 +151,29 @@ impl AggregateSink {
         self.int_output(values, accs)
     }
 
-    /// Merges tables of integer keys one after another into one table, by value. Empty
-    /// tables (morsels without rows) are passed over.
+    /// Merges tables of integer keys one after another into one table, by value, adding rows
+    /// kept for the merge as they came. Empty tables (morsels without rows) are passed over.
     pub(super) fn merge_ints(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
         let mut global: Option<IntTable> = None;
         for p in partials {
             let t = match p {
                 Partial::Ints(t) => t,
                 Partial::Table(t) if t.keys.is_empty() => continue,
+                Partial::Pending(rows) => {
+                    rows.drain(|keys, args| match keys {
+                        BatchKeys::Int(col) => {
+                            let global = match &mut global {
+                                Some(g) => g,
+                                None => {
+                                    global.insert(IntTable::new(col.data_type(), self.new_accs()?))
+                                }
+                            };
+                            global.update(col, args)
+                        }
+                        _ => Err(internal("a merge of integer keys")),
+                    })?;
+                    continue;
+                }
                 _ => return Err(internal("a merge of integer keys")),
             };
             let global = match &mut global {

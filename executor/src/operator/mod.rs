@@ -17,6 +17,7 @@ pub mod keys;
 pub mod limit;
 pub mod pair_filter;
 mod par_sort;
+mod pending_rows;
 pub mod project;
 pub mod sort;
 pub mod window;
