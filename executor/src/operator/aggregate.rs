@@ -23,7 +23,7 @@ use super::accumulator::Accumulator;
 use super::few_groups::FewGroups;
 use super::group_ids::{intern_int, multi_key_columns, IntIds, MultiIds, StrIds, STR_HASHER};
 use super::group_partitions::{ScatteredRows, PARTITIONS};
-use super::int_groups::IntTable;
+use super::int_groups::{int_bounds, IntTable};
 use super::keys::{
     decode_keys, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
 };
@@ -454,6 +454,12 @@ impl Sink for AggregateSink {
         // Many groups in the partials may still be few in all (the same keys in every
         // morsel, as Q15's 10K suppliers over 731 morsels): their stored hashes tell.
         let many = || {
+            // Integer keys in a narrower range are fewer (one more for NULL).
+            if let Some((lo, hi)) = int_bounds(&partials) {
+                if (hi as i128 - lo as i128 + 2) < PARTITIONED_MERGE_GROUPS as i128 {
+                    return false;
+                }
+            }
             let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
             for p in &partials {
                 match p {
@@ -1006,13 +1012,27 @@ mod tests {
             )),
             Column::Utf8(Utf8Column::from_strs(words.iter().map(|w| w.as_deref()))),
         ];
-        for col in columns {
+        for col in &columns {
             let mut by_value = KeyInterner::new();
-            let ids = match &col {
+            let ids = match col {
                 Column::Utf8(s) => StrIds::default().ids(s, &mut by_value),
-                _ => IntIds::default().ids(&col, |v| intern_int(&mut by_value, v, col.data_type())),
+                _ => IntIds::default().ids(col, |v| intern_int(&mut by_value, v, col.data_type())),
             };
-            assert_same_groups(&ids, &by_value, std::slice::from_ref(&col));
+            assert_same_groups(&ids, &by_value, std::slice::from_ref(col));
+        }
+        // Ids held in an array over a range: the values in it, the values outside it (held
+        // in the map) and NULL alike, found again by `get`.
+        for (lo, hi) in [(-150, 150), (-20, 40), (200, 300)] {
+            let mut by_value = KeyInterner::new();
+            let mut ids = IntIds::over_range(lo, hi);
+            let got = ids.ids(&columns[0], |v| {
+                intern_int(&mut by_value, v, DataType::Int64)
+            });
+            assert_same_groups(&got, &by_value, &columns[..1]);
+            for (i, v) in values.iter().enumerate() {
+                assert_eq!(v.map(|x| ids.get(x)), v.map(|_| Some(got[i])), "{v:?}");
+            }
+            assert_eq!(ids.get(151), None);
         }
         // Several columns by their values' ids: two, three, and four (16 bits each) where
         // one column outgrows its 16 bits in the second batch and the rest are encoded.

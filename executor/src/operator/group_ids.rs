@@ -78,9 +78,31 @@ pub struct IntIds {
     null: Option<u32>,
     /// The smallest and largest value seen.
     range: Option<(i64, i64)>,
+    /// Ids by value minus the smallest, for values known to lie in a small range (ahead of
+    /// a merge, from its partials): read without hashing. Values outside go to `map`.
+    dense: Option<(i64, Vec<u32>)>,
 }
 
+/// An empty slot of [`IntIds`]'s dense ids.
+const NO_ID: u32 = u32::MAX;
+
 impl IntIds {
+    /// Ids for values expected within `min..=max` (a small range), held in an array.
+    pub(super) fn over_range(min: i64, max: i64) -> Self {
+        let span = (max as i128 - min as i128 + 1).max(0) as usize;
+        Self {
+            dense: Some((min, vec![NO_ID; span])),
+            ..Self::default()
+        }
+    }
+
+    /// The dense slot of value `v`, if ids are held in an array that covers it.
+    #[inline]
+    fn dense_slot(&mut self, v: i64) -> Option<&mut u32> {
+        let (min, slots) = self.dense.as_mut()?;
+        slots.get_mut(usize::try_from(v.checked_sub(*min)?).ok()?)
+    }
+
     /// The smallest and largest non-NULL value, and whether NULL has an id too.
     pub(super) fn range(&self) -> (Option<(i64, i64)>, bool) {
         (self.range, self.null.is_some())
@@ -88,6 +110,14 @@ impl IntIds {
 
     /// The id of value `v`, if it has one.
     pub(super) fn get(&self, v: i64) -> Option<u32> {
+        if let Some((min, slots)) = &self.dense {
+            let slot = usize::try_from(v.wrapping_sub(*min))
+                .ok()
+                .and_then(|i| slots.get(i));
+            if let Some(&id) = slot.filter(|&&id| id != NO_ID) {
+                return Some(id);
+            }
+        }
         self.map.get(v)
     }
 
@@ -98,7 +128,7 @@ impl IntIds {
 
     /// Memory held.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.map.heap_bytes()
+        self.map.heap_bytes() + self.dense.as_ref().map_or(0, |(_, slots)| slots.len() * 4)
     }
 
     /// Every row's group id; `first(v)` gives the id (and whether it is a new group) of a
@@ -112,10 +142,13 @@ impl IntIds {
     ) -> Vec<u32> {
         let rows = col.len();
         let mut ids = Vec::with_capacity(rows);
-        let range = int_range(col);
+        // (Ids held in an array need no range of their own.)
+        let range = self.dense.is_none().then(|| int_range(col)).flatten();
         let span = range.map_or(0, |(lo, hi)| hi as i128 - lo as i128 + 1);
         match range {
-            Some((min, _)) if span <= (BATCH_SLOTS_PER_ROW * rows) as i128 => {
+            Some((min, _))
+                if self.dense.is_none() && span <= (BATCH_SLOTS_PER_ROW * rows) as i128 =>
+            {
                 let mut seen = vec![u32::MAX; span as usize];
                 for_each_int(col, |_, v| {
                     let id = match v {
@@ -146,6 +179,15 @@ impl IntIds {
     ) -> (u32, bool) {
         match v {
             Some(x) => {
+                if let Some(slot) = self.dense_slot(x) {
+                    if *slot != NO_ID {
+                        return (*slot, false);
+                    }
+                    let (id, new) = first();
+                    *slot = id;
+                    self.range = Some(self.range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+                    return (id, new);
+                }
                 let mut new = None;
                 let id = self.map.get_or_insert(x, || {
                     let (id, is_new) = first();

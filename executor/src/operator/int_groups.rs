@@ -154,6 +154,21 @@ impl AggregateSink {
     /// Merges tables of integer keys one after another into one table, by value, adding rows
     /// kept for the merge as they came. Empty tables (morsels without rows) are passed over.
     pub(super) fn merge_ints(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
+        // Keys in a range of at most a few slots per group in the partials are looked up
+        // in an array of that range instead of hashed (TPC-H Q15: 226K rows over 10K
+        // suppliers numbered 1 to 10000).
+        let groups: usize = partials.iter().map(Partial::table_groups).sum();
+        let dense = int_bounds(&partials).filter(|&(lo, hi)| {
+            (hi as i128 - lo as i128) < (MERGE_SLOTS_PER_GROUP * groups) as i128
+        });
+        let new_table = |ty| -> ExecResult<IntTable> {
+            Ok(IntTable {
+                ty,
+                ids: dense.map_or_else(IntIds::default, |(lo, hi)| IntIds::over_range(lo, hi)),
+                values: Vec::new(),
+                accs: self.new_accs()?,
+            })
+        };
         let mut global: Option<IntTable> = None;
         for p in partials {
             let t = match p {
@@ -164,9 +179,7 @@ impl AggregateSink {
                         BatchKeys::Int(col) => {
                             let global = match &mut global {
                                 Some(g) => g,
-                                None => {
-                                    global.insert(IntTable::new(col.data_type(), self.new_accs()?))
-                                }
+                                None => global.insert(new_table(col.data_type())?),
                             };
                             global.update(col, args)
                         }
@@ -178,7 +191,7 @@ impl AggregateSink {
             };
             let global = match &mut global {
                 Some(g) => g,
-                None => global.insert(IntTable::new(t.ty, self.new_accs()?)),
+                None => global.insert(new_table(t.ty)?),
             };
             let (ids, values) = (&mut global.ids, &mut global.values);
             let mapping: Vec<u32> = t
@@ -226,6 +239,29 @@ impl AggregateSink {
         let columns = self.output_columns(vec![keys], groups, accs)?;
         Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
     }
+}
+
+/// A merge by value reads ids from an array when its keys span at most this many values
+/// per group (or row) in the partials.
+const MERGE_SLOTS_PER_GROUP: usize = 4;
+
+/// The smallest and largest key over partials held by value (tables of integer keys, rows
+/// kept with integer keys, empty tables); `None` when some partial is held otherwise, or no
+/// key but NULL was seen.
+pub(super) fn int_bounds(partials: &[Partial]) -> Option<(i64, i64)> {
+    let mut bounds: Option<(i64, i64)> = None;
+    for p in partials {
+        let range = match p {
+            Partial::Ints(t) => t.ids.range().0,
+            Partial::Pending(r) => r.int_range()?,
+            Partial::Table(t) if t.keys.is_empty() => None,
+            Partial::Table(_) | Partial::Rows(_) => return None,
+        };
+        if let Some((lo, hi)) = range {
+            bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+    }
+    bounds
 }
 
 fn internal(what: &str) -> ExecError {

@@ -10,7 +10,7 @@
 use morsel_storage::Column;
 
 use super::aggregate::{encode_with_hashes, int_hash, BatchKeys};
-use super::keys::{for_each_int, RowKeys};
+use super::keys::{for_each_int, int_range, RowKeys};
 use crate::error::ExecResult;
 
 /// One batch's keys, kept: one integer-like column by value, or encoded with their hashes.
@@ -24,6 +24,9 @@ enum PendingKeys {
 pub struct PendingRows {
     rows: usize,
     batches: Vec<(PendingKeys, Vec<Option<Column>>)>,
+    /// The smallest and largest integer key held by value (read on the worker, so that the
+    /// merge can size an array for their ids without reading them).
+    range: Option<(i64, i64)>,
 }
 
 impl PendingRows {
@@ -35,7 +38,13 @@ impl PendingRows {
     pub fn push(&mut self, keys: BatchKeys, args: Vec<Option<Column>>) {
         self.rows += keys.rows();
         let keys = match keys {
-            BatchKeys::Int(col) => PendingKeys::Int(col.clone()),
+            BatchKeys::Int(col) => {
+                if let Some((lo, hi)) = int_range(col) {
+                    let (a, b) = self.range.unwrap_or((lo, hi));
+                    self.range = Some((a.min(lo), b.max(hi)));
+                }
+                PendingKeys::Int(col.clone())
+            }
             BatchKeys::Str(col) => {
                 let (keys, hashes) = encode_with_hashes(&[Column::Utf8(col.clone())]);
                 PendingKeys::Encoded(keys, hashes)
@@ -47,6 +56,15 @@ impl PendingRows {
             BatchKeys::Encoded(keys, hashes) => PendingKeys::Encoded(keys, hashes),
         };
         self.batches.push((keys, args));
+    }
+
+    /// The smallest and largest key when the keys are held by value (`Some(None)`: no key
+    /// but NULL, or no rows); `None` for encoded keys.
+    pub fn int_range(&self) -> Option<Option<(i64, i64)>> {
+        match self.batches.first() {
+            Some((PendingKeys::Encoded(..), _)) => None,
+            _ => Some(self.range),
+        }
     }
 
     /// Whether the keys are one integer-like column, held by value.
