@@ -14,8 +14,6 @@
 //! partition's: every group's states combine exactly as they would from the morsel's partial
 //! table, so which of the two a morsel takes changes the cost, never the bits of a result.
 
-use std::sync::Arc;
-
 use morsel_storage::{Batch, Column, DataType};
 
 use super::accumulator::Accumulator;
@@ -209,11 +207,19 @@ struct GroupPiece {
 /// What a partition receives from one morsel or run of morsels.
 enum Piece {
     Groups(GroupPiece),
-    /// A morsel's rows (shared by every partition's piece).
+    /// A morsel's rows, read by every partition: the `rows`th of the merge's scattered
+    /// morsels (held once by the merge and lent to the partitions, not shared by counted
+    /// references, whose counts the workers would contend for).
     Rows {
         morsel: u32,
-        rows: Arc<ScatteredRows>,
+        rows: usize,
     },
+}
+
+/// A unit once dealt: pieces for every partition, or a morsel's rows scattered.
+enum Dealt {
+    Groups(Vec<GroupPiece>),
+    Rows(u32, ScatteredRows),
 }
 
 /// Where each of a reduced partition's groups was first seen (partial, position), and its
@@ -256,38 +262,37 @@ impl AggregateSink {
             }
         }
         let dealt = parallel_map(self.threads, units, |_, unit| {
-            let (morsel, rows) = match unit {
-                Unit::Tables(first, run) => {
-                    return Ok::<_, ExecError>(
-                        self.deal_tables(first, run)?
-                            .into_iter()
-                            .map(Piece::Groups)
-                            .collect(),
-                    )
-                }
-                Unit::Rows(morsel, rows) => (morsel, rows),
+            Ok::<_, ExecError>(match unit {
+                Unit::Tables(first, run) => Dealt::Groups(self.deal_tables(first, run)?),
+                Unit::Rows(morsel, rows) => Dealt::Rows(morsel, rows),
                 Unit::Pending(morsel, pending) => {
                     let mut rows = ScatteredRows::new();
                     pending.drain(|keys, args| rows.push_batch(keys, args))?;
-                    (morsel, rows)
+                    Dealt::Rows(morsel, rows)
                 }
-            };
-            let rows = Arc::new(rows);
-            Ok((0..PARTITIONS)
-                .map(|_| Piece::Rows {
-                    morsel,
-                    rows: rows.clone(),
-                })
-                .collect::<Vec<Piece>>())
+            })
         });
         let mut by_partition: Vec<Vec<Piece>> = (0..PARTITIONS).map(|_| Vec::new()).collect();
-        for pieces in dealt {
-            for (part, piece) in by_partition.iter_mut().zip(pieces?) {
-                part.push(piece);
+        let mut scattered = Vec::new();
+        for unit in dealt {
+            match unit? {
+                Dealt::Groups(pieces) => {
+                    for (part, piece) in by_partition.iter_mut().zip(pieces) {
+                        part.push(Piece::Groups(piece));
+                    }
+                }
+                Dealt::Rows(morsel, rows) => {
+                    let piece = || Piece::Rows {
+                        morsel,
+                        rows: scattered.len(),
+                    };
+                    by_partition.iter_mut().for_each(|part| part.push(piece()));
+                    scattered.push(rows);
+                }
             }
         }
         let merged = parallel_map(self.threads, by_partition, |p, pieces| {
-            self.reduce_partition(p, pieces)
+            self.reduce_partition(p, pieces, &scattered)
         });
         if !self.keep_order {
             // Partition order, a batch per partition (not copied into one): nothing reads the
@@ -387,7 +392,12 @@ impl AggregateSink {
 
     /// Reduces partition `p`'s pieces in morsel order: its output columns, and where each of
     /// its groups was first seen (partial, position), in output order.
-    fn reduce_partition(&self, p: usize, pieces: Vec<Piece>) -> ExecResult<ReducedPartition> {
+    fn reduce_partition(
+        &self,
+        p: usize,
+        pieces: Vec<Piece>,
+        scattered: &[ScatteredRows],
+    ) -> ExecResult<ReducedPartition> {
         let mut t = self.new_table()?;
         // Room for every group the pieces could hold (a scattered morsel's keys are mostly
         // distinct), so that the table is not rebuilt as it grows.
@@ -395,7 +405,10 @@ impl AggregateSink {
             .iter()
             .map(|piece| match piece {
                 Piece::Groups(g) => (g.from.len(), g.keys.bytes_len()),
-                Piece::Rows { rows, .. } => (rows.rows_in(p), rows.key_bytes_in(p)),
+                Piece::Rows { rows, .. } => {
+                    let rows = &scattered[*rows];
+                    (rows.rows_in(p), rows.key_bytes_in(p))
+                }
             })
             .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2));
         t.keys.reserve(room, bytes);
@@ -419,8 +432,9 @@ impl AggregateSink {
                         acc.merge(part, &mapping)?;
                     }
                 }
-                Piece::Rows { rows, .. } if rows.rows_in(p) == 0 => {}
+                Piece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
                 Piece::Rows { morsel, rows } => {
+                    let rows = &scattered[rows];
                     // The morsel's groups in this partition, in first-seen order, as the
                     // partition's ids: the fresh states' ids map through it.
                     mapping.clear();
