@@ -24,7 +24,10 @@ use morsel_planner::JoinKind;
 use morsel_storage::{Batch, BooleanColumn, Column, NativeType, PrimitiveColumn, SchemaRef};
 
 use super::join_index::{even_ranges, KeyIndex};
-use super::keys::{for_each_int, hash_key, is_int_column, IntPacking, KeyInterner, RowKeys};
+use super::keys::{
+    for_each_int, hash_key, is_int_column, prefetch, IntPacking, KeyInterner, RowKeys,
+    PREFETCH_ROWS_AHEAD,
+};
 use super::pair_filter::PairFilter;
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
@@ -321,23 +324,6 @@ impl JoinTable {
             other => vec![false; other.len()],
         }
     }
-}
-
-/// How far ahead of the probe a filter's survivors' keys are hinted to the cache.
-const PREFETCH_ROWS_AHEAD: usize = 64;
-
-/// Asks the processor to load the cache line holding `value`.
-#[inline(always)]
-fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of every x86_64 target, and a prefetch only hints the cache:
-        // it reads nothing and cannot fault (the address is a live value anyway).
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }
 
 /// Row `i` of an integer-like column, widened (`None` for NULL or another type).
