@@ -828,6 +828,32 @@ mod tests {
         assert!(!s.ranges_apart(&tables(&morsels())));
     }
 
+    /// Every morsel grouped in a table and the tables merged serially at one thread: what
+    /// the other ways of grouping must give.
+    fn merged_tables(input: &[Vec<Batch>], keys: &[usize]) -> Vec<Vec<String>> {
+        let serial = sink(1, keys);
+        let tables = input
+            .iter()
+            .map(|m| serial.consume_grouped(m, TABLE).unwrap())
+            .collect();
+        let expect = rows(&serial.merge_serial(tables).unwrap());
+        assert!(expect.len() > 5, "{} groups", expect.len());
+        expect
+    }
+
+    /// Every morsel's partial: grouped `how` in every `every`th morsel (the first among
+    /// them), in a table in the others.
+    fn partials_every(
+        s: &AggregateSink,
+        input: &[Vec<Batch>],
+        every: usize,
+        how: fn(&BatchKeys) -> Grouping,
+    ) -> Vec<Partial> {
+        let way = |i: usize| if i.is_multiple_of(every) { how } else { TABLE };
+        let partial = |(i, m): (usize, &Vec<Batch>)| s.consume_grouped(m, way(i)).unwrap();
+        input.iter().enumerate().map(partial).collect()
+    }
+
     /// A morsel's rows scattered by key hash give what its group table gives, bit for bit:
     /// every morsel scattered or every other one, at 1, 2 and 8 threads, with one integer
     /// key (grouped by value), one text key (by its bytes) and two keys (encoded). Float
@@ -839,13 +865,7 @@ mod tests {
     fn scattered_rows_equal_group_tables() {
         let input = morsels();
         for keys in [&[0][..], &[1], &[0, 1]] {
-            let serial = sink(1, keys);
-            let tables = input
-                .iter()
-                .map(|m| serial.consume_grouped(m, TABLE).unwrap())
-                .collect();
-            let expect = rows(&serial.merge_serial(tables).unwrap());
-            assert!(expect.len() > 5, "{} groups", expect.len());
+            let expect = merged_tables(&input, keys);
             let mut sorted_expect = expect.clone();
             sorted_expect.sort();
             let mut at_one_thread = [None, None, None, None];
@@ -856,14 +876,7 @@ mod tests {
                         keep_order,
                         ..sink(threads, keys)
                     };
-                    let partials: Vec<Partial> = input
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| {
-                            let how = if i % every == 0 { SCATTER } else { TABLE };
-                            s.consume_grouped(m, how).unwrap()
-                        })
-                        .collect();
+                    let partials = partials_every(&s, &input, every, SCATTER);
                     let scattered = partials.iter().filter(|p| p.is_scattered()).count();
                     assert_eq!(scattered, input.len().div_ceil(every));
                     let got = rows(&s.merge_partitioned(partials).unwrap());
@@ -891,26 +904,13 @@ mod tests {
     fn kept_rows_equal_group_tables() {
         let input = morsels();
         for keys in [&[0][..], &[1], &[0, 1]] {
-            let serial = sink(1, keys);
-            let tables = input
-                .iter()
-                .map(|m| serial.consume_grouped(m, TABLE).unwrap())
-                .collect();
-            let expect = rows(&serial.merge_serial(tables).unwrap());
-            assert!(expect.len() > 5, "{} groups", expect.len());
+            let expect = merged_tables(&input, keys);
             let mut at_one_thread = [None, None, None, None];
             for threads in [1, 2, 8] {
                 let ways = [(1, false), (2, false), (1, true), (2, true)];
                 for ((every, partitioned), first) in ways.into_iter().zip(&mut at_one_thread) {
                     let s = sink(threads, keys);
-                    let partials: Vec<Partial> = input
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| {
-                            let how = if i % every == 0 { PENDING } else { TABLE };
-                            s.consume_grouped(m, how).unwrap()
-                        })
-                        .collect();
+                    let partials = partials_every(&s, &input, every, PENDING);
                     let kept = partials.iter().filter(|p| matches!(p, Partial::Pending(_)));
                     assert_eq!(kept.count(), input.len().div_ceil(every));
                     let got = match partitioned {

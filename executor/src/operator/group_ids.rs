@@ -111,8 +111,9 @@ impl IntIds {
     /// The id of value `v`, if it has one.
     pub(super) fn get(&self, v: i64) -> Option<u32> {
         if let Some((min, slots)) = &self.dense {
-            let slot = usize::try_from(v.wrapping_sub(*min))
-                .ok()
+            let slot = v
+                .checked_sub(*min)
+                .and_then(|i| usize::try_from(i).ok())
                 .and_then(|i| slots.get(i));
             if let Some(&id) = slot.filter(|&&id| id != NO_ID) {
                 return Some(id);
