@@ -5,6 +5,8 @@
 //! bits), which spreads sequential and strided keys alike; the table is the same in every
 //! run. At most three quarters of the slots are used.
 
+use super::keys::prefetch;
+
 /// Marks an empty slot (ids are row numbers or key numbers, always below it).
 const EMPTY: u32 = u32::MAX;
 
@@ -88,16 +90,7 @@ impl IntMap {
     /// every key of a batch, so the cache misses overlap instead of stalling one by one.
     #[inline]
     pub fn prefetch(&self, key: i64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let slot: *const Slot = &self.slots[self.home(key)];
-            // SAFETY: SSE is part of every x86_64 target, and a prefetch only hints the
-            // cache: it reads nothing and cannot fault (the address is a live slot anyway).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot.cast()) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
+        prefetch(&self.slots[self.home(key)]);
     }
 
     /// The id of `key`, inserting it with the id `next()` gives when it is new.
