@@ -11,16 +11,23 @@
 //!   as the morsel is built, and each partition's table stays small enough for the cache.
 //!
 //! A morsel's scattered rows first reduce into fresh states, which are then folded into the
-//! partition's: every group's states combine exactly as they would from the morsel's partial
-//! table, so which of the two a morsel takes changes the cost, never the bits of a result.
+//! partition's: every group's states combine as they would from the morsel's partial table,
+//! with one difference: a table adds a batch whose rows fall into few groups by lanes
+//! ([`super::few_groups`]), scattered rows in row order, so a float sum can round
+//! differently. A morsel is scattered only when its first batch's keys are mostly distinct
+//! (no lanes), so this takes a later batch sixteen times as large as the morsel's groups.
+//! Rows kept for the merge ([`super::pending_rows`]) are grouped in their morsel's table
+//! when dealt, so they give its bits exactly.
 
 use morsel_storage::{Batch, Column, DataType};
 
 use super::accumulator::Accumulator;
-use super::aggregate::{encode_with_hashes, AggregateSink, BatchKeys, GroupTable, Partial};
+use super::aggregate::{
+    encode_with_hashes, merge_accs, AggregateSink, BatchKeys, GroupTable, Partial,
+};
 use super::group_ids::intern_int;
 use super::keys::{encode_int, for_each_int, hash_key, KeyList, RowKeys};
-use super::pending_rows::PendingRows;
+use super::pending_rows::{LocalIds, PendingRows};
 use crate::error::{ExecError, ExecResult};
 use crate::scheduler::parallel_map;
 
@@ -227,7 +234,7 @@ enum Dealt {
 type ReducedPartition = (Vec<(u32, u32)>, Vec<Column>);
 
 /// Consecutive partials to deal together: a run of tables, one morsel's scattered rows, or
-/// one morsel's rows kept for the merge (scattered when dealt).
+/// one morsel's rows kept for the merge (grouped in a table when dealt).
 enum Unit {
     Tables(u32, Vec<Partial>),
     Rows(u32, ScatteredRows),
@@ -266,9 +273,11 @@ impl AggregateSink {
                 Unit::Tables(first, run) => Dealt::Groups(self.deal_tables(first, run)?),
                 Unit::Rows(morsel, rows) => Dealt::Rows(morsel, rows),
                 Unit::Pending(morsel, pending) => {
-                    let mut rows = ScatteredRows::new();
-                    pending.drain(|keys, args| rows.push_batch(keys, args))?;
-                    Dealt::Rows(morsel, rows)
+                    // Its table, as the worker that read it would have built (a table's
+                    // batch of few groups adds by lanes, which scattered rows do not).
+                    let mut table = self.new_table()?;
+                    pending.drain(|keys, args| table.update(&keys, args))?;
+                    Dealt::Groups(self.deal_tables(morsel, vec![Partial::Table(table)])?)
                 }
             })
         });
@@ -413,8 +422,8 @@ impl AggregateSink {
             .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2));
         t.keys.reserve(room, bytes);
         let mut first_seen: Vec<(u32, u32)> = Vec::new();
-        // A morsel's local group id for each of the partition's groups (MAX: none yet).
-        let mut local_of: Vec<u32> = Vec::new();
+        // A morsel's local group id for each of the partition's groups.
+        let mut local_of = LocalIds::default();
         let (mut mapping, mut ids) = (Vec::new(), Vec::new());
         for piece in pieces {
             match piece {
@@ -427,10 +436,7 @@ impl AggregateSink {
                         }
                         mapping.push(id);
                     }
-                    for (acc, part) in t.accs.iter_mut().zip(piece.accs) {
-                        acc.resize(t.keys.len());
-                        acc.merge(part, &mapping)?;
-                    }
+                    merge_accs(&mut t.accs, piece.accs, t.keys.len(), &mapping)?;
                 }
                 Piece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
                 Piece::Rows { morsel, rows } => {
@@ -439,22 +445,14 @@ impl AggregateSink {
                     // partition's ids: the fresh states' ids map through it.
                     mapping.clear();
                     let mut local = self.new_accs()?;
-                    // Groups that came from tables have no slot yet.
-                    local_of.resize(t.keys.len(), u32::MAX);
                     for b in &rows.batches {
                         let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
                         ids.clear();
                         let mut add = |k: usize, (g, new): (u32, bool)| {
                             if new {
                                 first_seen.push((morsel, b.base + b.order[k]));
-                                local_of.push(u32::MAX);
                             }
-                            let l = &mut local_of[g as usize];
-                            if *l == u32::MAX {
-                                *l = mapping.len() as u32;
-                                mapping.push(g);
-                            }
-                            ids.push(*l);
+                            ids.push(local_of.id(g, &mut mapping));
                         };
                         match &b.keys {
                             SortedKeys::Encoded(keys) => {
@@ -475,13 +473,8 @@ impl AggregateSink {
                             acc.update(&ids, arg.as_ref())?;
                         }
                     }
-                    for &g in &mapping {
-                        local_of[g as usize] = u32::MAX;
-                    }
-                    for (acc, part) in t.accs.iter_mut().zip(local) {
-                        acc.resize(t.keys.len());
-                        acc.merge(part, &mapping)?;
-                    }
+                    local_of.clear(&mapping);
+                    merge_accs(&mut t.accs, local, t.keys.len(), &mapping)?;
                 }
             }
         }

@@ -10,9 +10,10 @@
 use morsel_storage::{Batch, Column, DataType, PrimitiveColumn};
 
 use super::accumulator::Accumulator;
-use super::aggregate::{update_accs, AggregateSink, BatchKeys, GroupTable, Partial};
+use super::aggregate::{merge_accs, update_accs, AggregateSink, BatchKeys, GroupTable, Partial};
 use super::group_ids::{intern_int, IntIds};
 use super::keys::KeyInterner;
+use super::pending_rows::LocalIds;
 use crate::error::{ExecError, ExecResult};
 
 /// Groups of one integer-like key, by value, with one accumulator per aggregate.
@@ -60,12 +61,17 @@ impl IntTable {
 
     /// Adds a batch's rows: `keys` is the key column, `args` each aggregate's argument.
     pub fn update(&mut self, keys: &Column, args: &[Option<Column>]) -> ExecResult<()> {
+        let ids = self.ids(keys);
+        update_accs(&mut self.accs, &ids, self.values.len(), args)
+    }
+
+    /// Each row's group id, adding values not seen before (no state is touched).
+    fn ids(&mut self, keys: &Column) -> Vec<u32> {
         let values = &mut self.values;
-        let ids = self.ids.ids(keys, |v| {
+        self.ids.ids(keys, |v| {
             values.push(v);
             (values.len() as u32 - 1, true)
-        });
-        update_accs(&mut self.accs, &ids, self.values.len(), args)
+        })
     }
 
     /// The same groups, ids and states as a table of encoded keys.
@@ -138,10 +144,7 @@ impl AggregateSink {
                     }
                 })
                 .collect();
-            for (acc, part) in accs.iter_mut().zip(t.accs) {
-                acc.resize(values.len());
-                acc.merge(part, &mapping)?;
-            }
+            merge_accs(&mut accs, t.accs, values.len(), &mapping)?;
             let last = t
                 .ids
                 .get(max)
@@ -170,21 +173,25 @@ impl AggregateSink {
             })
         };
         let mut global: Option<IntTable> = None;
+        let mut local = LocalIds::default();
         for p in partials {
             let t = match p {
                 Partial::Ints(t) => t,
                 Partial::Table(t) if t.keys.is_empty() => continue,
                 Partial::Pending(rows) => {
-                    rows.drain(|keys, args| match keys {
-                        BatchKeys::Int(col) => {
-                            let global = match &mut global {
-                                Some(g) => g,
-                                None => global.insert(new_table(col.data_type())?),
-                            };
-                            global.update(col, args)
-                        }
-                        _ => Err(internal("a merge of integer keys")),
-                    })?;
+                    let Some(ty) = rows.int_type() else {
+                        return Err(internal("a merge of integer keys"));
+                    };
+                    let global = match &mut global {
+                        Some(g) => g,
+                        None => global.insert(new_table(ty)?),
+                    };
+                    let (states, mapping) =
+                        rows.states(&mut local, self.new_accs()?, |keys| match keys {
+                            BatchKeys::Int(col) => Ok(global.ids(col)),
+                            _ => Err(internal("a merge of integer keys")),
+                        })?;
+                    merge_accs(&mut global.accs, states, global.values.len(), &mapping)?;
                     continue;
                 }
                 _ => return Err(internal("a merge of integer keys")),
@@ -205,10 +212,7 @@ impl AggregateSink {
                     .0
                 })
                 .collect();
-            for (acc, part) in global.accs.iter_mut().zip(t.accs) {
-                acc.resize(global.values.len());
-                acc.merge(part, &mapping)?;
-            }
+            merge_accs(&mut global.accs, t.accs, global.values.len(), &mapping)?;
         }
         match global {
             Some(g) => self.int_output(g.values, g.accs),

@@ -4,12 +4,17 @@
 //! as rows, reduce nothing, and cost the merge as much per group as a row (TPC-H Q15: 731
 //! morsels of ~300 line items each, over the same 10K suppliers). The rows keep their
 //! evaluated keys (integer-like values as they are, other keys encoded with their hashes on
-//! the worker) and arguments; the merge adds them to its table in morsel and row order, or,
-//! when it runs by partition, scatters them first.
+//! the worker) and arguments. The merge folds each kept morsel into its table exactly as the
+//! morsel's own table would have been folded: the rows' groups get ids in the morsel's
+//! first-seen order, their states start fresh and are updated batch by batch as a table's
+//! (lanes included), and are then combined into the merge's. So whether a morsel's rows were
+//! kept changes the cost, never the bits of a float sum. A merge by partition turns each
+//! kept morsel into its table first, on the workers.
 
-use morsel_storage::Column;
+use morsel_storage::{Column, DataType};
 
-use super::aggregate::{encode_with_hashes, int_hash, BatchKeys};
+use super::accumulator::Accumulator;
+use super::aggregate::{encode_with_hashes, int_hash, update_accs, BatchKeys};
 use super::keys::{for_each_int, int_range, RowKeys};
 use crate::error::ExecResult;
 
@@ -69,7 +74,37 @@ impl PendingRows {
 
     /// Whether the keys are one integer-like column, held by value.
     pub fn by_value(&self) -> bool {
-        matches!(self.batches.first(), Some((PendingKeys::Int(_), _)))
+        self.int_type().is_some()
+    }
+
+    /// The key column's type when the keys are one integer-like column, held by value.
+    pub fn int_type(&self) -> Option<DataType> {
+        match self.batches.first() {
+            Some((PendingKeys::Int(col), _)) => Some(col.data_type()),
+            _ => None,
+        }
+    }
+
+    /// The morsel's groups as its own table would hold them: fresh states `accs` updated
+    /// batch by batch, and for each of the morsel's groups (in first-seen order) its id in
+    /// the merge's table, which `merge_ids` gives for a batch's keys (interning new ones).
+    pub fn states(
+        self,
+        local: &mut LocalIds,
+        mut accs: Vec<Accumulator>,
+        mut merge_ids: impl FnMut(BatchKeys) -> ExecResult<Vec<u32>>,
+    ) -> ExecResult<(Vec<Accumulator>, Vec<u32>)> {
+        let mut mapping: Vec<u32> = Vec::new();
+        let mut ids: Vec<u32> = Vec::new();
+        let done = self.drain(|keys, args| {
+            ids.clear();
+            for g in merge_ids(keys)? {
+                ids.push(local.id(g, &mut mapping));
+            }
+            update_accs(&mut accs, &ids, mapping.len(), args)
+        });
+        local.clear(&mapping);
+        done.map(|()| (accs, mapping))
     }
 
     /// Hands each batch's keys and arguments to `f`, in order.
@@ -111,5 +146,35 @@ impl PendingRows {
                 .sum::<usize>()
         };
         self.batches.iter().map(batch).sum()
+    }
+}
+
+/// For each group of a merge's table, its id among the groups of the morsel being folded
+/// (`u32::MAX`: not among them). Kept between morsels, cleared of each morsel's groups
+/// after it, so that folding a morsel costs its rows, not the table's groups.
+#[derive(Default)]
+pub struct LocalIds(Vec<u32>);
+
+impl LocalIds {
+    /// The morsel's id for the merge's group `g`, a new one (appended to `mapping`, the
+    /// merge's id of each of the morsel's groups) when `g` is new to the morsel.
+    pub(super) fn id(&mut self, g: u32, mapping: &mut Vec<u32>) -> u32 {
+        let g = g as usize;
+        if g >= self.0.len() {
+            self.0.resize(g + 1, u32::MAX);
+        }
+        let local = &mut self.0[g];
+        if *local == u32::MAX {
+            *local = mapping.len() as u32;
+            mapping.push(g as u32);
+        }
+        *local
+    }
+
+    /// Forgets a morsel's groups (`mapping`, as [`Self::id`] filled it).
+    pub(super) fn clear(&mut self, mapping: &[u32]) {
+        for &g in mapping {
+            self.0[g as usize] = u32::MAX;
+        }
     }
 }
