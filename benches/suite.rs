@@ -7,7 +7,7 @@
 //! and, where the oracle (benches/common/oracle.rs) covers the workload, the oracle's; the run
 //! exits non-zero on any mismatch.
 //!
-//! `BENCH_SMOKE=1`: 1,000-row inputs and one repetition (CI runs this as a correctness
+//! `BENCH_SMOKE=1`: 1,000- and 50,000-row inputs, one repetition (CI runs this as a correctness
 //! check). `BENCH_LARGE=1`: adds 10,000,000-row inputs. `BENCH_FILTER=text`: only workloads
 //! whose name contains `text`. `BENCH_EXPORT=dir`: also writes the generated tables as CSV,
 //! for the peer comparison in benches/peers/.
@@ -295,7 +295,10 @@ fn main() {
             .unwrap_or(5)
     };
     let mut sizes = if smoke {
-        vec![1_000]
+        // 50,000 rows: three whole morsels and a short last one, so that merges of several
+        // partials (a last morsel of mostly distinct keys kept as rows among them) are
+        // checked against the oracle too, not only a single morsel's table.
+        vec![1_000, 50_000]
     } else {
         vec![1_000, 100_000, 1_000_000]
     };
