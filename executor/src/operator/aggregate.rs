@@ -608,7 +608,7 @@ impl AggregateSink {
                 Partial::Pending(rows) => {
                     let (states, mapping) =
                         rows.states(&mut local, self.new_accs()?, |keys| Ok(global.ids(&keys)))?;
-                    merge_accs(&mut global.accs, states, global.keys.len(), &mapping)?;
+                    merge_accs(&mut global.accs, states, global.keys.len(), mapping)?;
                     continue;
                 }
                 Partial::Ints(_) | Partial::Rows(_) => {

@@ -424,7 +424,7 @@ impl AggregateSink {
         let mut first_seen: Vec<(u32, u32)> = Vec::new();
         // A morsel's local group id for each of the partition's groups.
         let mut local_of = LocalIds::default();
-        let (mut mapping, mut ids) = (Vec::new(), Vec::new());
+        let (mut merge_ids, mut ids) = (Vec::new(), Vec::new());
         for piece in pieces {
             match piece {
                 Piece::Groups(piece) => {
@@ -443,16 +443,16 @@ impl AggregateSink {
                     let rows = &scattered[rows];
                     // The morsel's groups in this partition, in first-seen order, as the
                     // partition's ids: the fresh states' ids map through it.
-                    mapping.clear();
+                    local_of.start_morsel();
                     let mut local = self.new_accs()?;
                     for b in &rows.batches {
                         let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
-                        ids.clear();
+                        merge_ids.clear();
                         let mut add = |k: usize, (g, new): (u32, bool)| {
                             if new {
                                 first_seen.push((morsel, b.base + b.order[k]));
                             }
-                            ids.push(local_of.id(g, &mut mapping));
+                            merge_ids.push(g);
                         };
                         match &b.keys {
                             SortedKeys::Encoded(keys) => {
@@ -467,14 +467,14 @@ impl AggregateSink {
                                 }
                             }
                         }
+                        local_of.ids(&merge_ids, &mut ids);
                         for (acc, arg) in local.iter_mut().zip(&b.args) {
                             let arg = arg.as_ref().map(|c| c.slice(start, end - start));
-                            acc.resize(mapping.len());
+                            acc.resize(local_of.groups());
                             acc.update(&ids, arg.as_ref())?;
                         }
                     }
-                    local_of.clear(&mapping);
-                    merge_accs(&mut t.accs, local, t.keys.len(), &mapping)?;
+                    merge_accs(&mut t.accs, local, t.keys.len(), local_of.mapping())?;
                 }
             }
         }

@@ -191,7 +191,7 @@ impl AggregateSink {
                             BatchKeys::Int(col) => Ok(global.ids(col)),
                             _ => Err(internal("a merge of integer keys")),
                         })?;
-                    merge_accs(&mut global.accs, states, global.values.len(), &mapping)?;
+                    merge_accs(&mut global.accs, states, global.values.len(), mapping)?;
                     continue;
                 }
                 _ => return Err(internal("a merge of integer keys")),

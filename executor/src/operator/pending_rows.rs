@@ -93,18 +93,14 @@ impl PendingRows {
         local: &mut LocalIds,
         mut accs: Vec<Accumulator>,
         mut merge_ids: impl FnMut(BatchKeys) -> ExecResult<Vec<u32>>,
-    ) -> ExecResult<(Vec<Accumulator>, Vec<u32>)> {
-        let mut mapping: Vec<u32> = Vec::new();
-        let mut ids: Vec<u32> = Vec::new();
-        let done = self.drain(|keys, args| {
-            ids.clear();
-            for g in merge_ids(keys)? {
-                ids.push(local.id(g, &mut mapping));
-            }
-            update_accs(&mut accs, &ids, mapping.len(), args)
-        });
-        local.clear(&mapping);
-        done.map(|()| (accs, mapping))
+    ) -> ExecResult<(Vec<Accumulator>, &[u32])> {
+        local.start_morsel();
+        let mut ids: Vec<u32> = Vec::with_capacity(self.rows);
+        self.drain(|keys, args| {
+            local.ids(&merge_ids(keys)?, &mut ids);
+            update_accs(&mut accs, &ids, local.groups(), args)
+        })?;
+        Ok((accs, local.mapping()))
     }
 
     /// Hands each batch's keys and arguments to `f`, in order.
@@ -149,32 +145,54 @@ impl PendingRows {
     }
 }
 
-/// For each group of a merge's table, its id among the groups of the morsel being folded
-/// (`u32::MAX`: not among them). Kept between morsels, cleared of each morsel's groups
-/// after it, so that folding a morsel costs its rows, not the table's groups.
+/// For each group of a merge's table, its id among the groups of the morsel being folded,
+/// and the other way round. Kept between morsels and cleared of each morsel's groups only,
+/// so that folding a morsel costs its rows, not the table's groups.
 #[derive(Default)]
-pub struct LocalIds(Vec<u32>);
+pub struct LocalIds {
+    /// By the merge's id: the morsel's (`u32::MAX`: not among its groups).
+    of: Vec<u32>,
+    /// By the morsel's id: the merge's.
+    mapping: Vec<u32>,
+}
 
 impl LocalIds {
-    /// The morsel's id for the merge's group `g`, a new one (appended to `mapping`, the
-    /// merge's id of each of the morsel's groups) when `g` is new to the morsel.
-    pub(super) fn id(&mut self, g: u32, mapping: &mut Vec<u32>) -> u32 {
-        let g = g as usize;
-        if g >= self.0.len() {
-            self.0.resize(g + 1, u32::MAX);
+    /// Forgets the last morsel's groups.
+    pub(super) fn start_morsel(&mut self) {
+        for &g in &self.mapping {
+            self.of[g as usize] = u32::MAX;
         }
-        let local = &mut self.0[g];
-        if *local == u32::MAX {
-            *local = mapping.len() as u32;
-            mapping.push(g as u32);
-        }
-        *local
+        self.mapping.clear();
     }
 
-    /// Forgets a morsel's groups (`mapping`, as [`Self::id`] filled it).
-    pub(super) fn clear(&mut self, mapping: &[u32]) {
-        for &g in mapping {
-            self.0[g as usize] = u32::MAX;
+    /// The morsel's ids for the merge's groups `merge` (new ones for groups new to the
+    /// morsel, in order), into `out`.
+    pub(super) fn ids(&mut self, merge: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        let Some(&top) = merge.iter().max() else {
+            return;
+        };
+        if top as usize >= self.of.len() {
+            self.of.resize(top as usize + 1, u32::MAX);
         }
+        let (of, mapping) = (&mut self.of[..], &mut self.mapping);
+        out.extend(merge.iter().map(|&g| {
+            let local = &mut of[g as usize];
+            if *local == u32::MAX {
+                *local = mapping.len() as u32;
+                mapping.push(g);
+            }
+            *local
+        }));
+    }
+
+    /// The morsel's groups so far.
+    pub(super) fn groups(&self) -> usize {
+        self.mapping.len()
+    }
+
+    /// The merge's id of each of the morsel's groups, by the morsel's id.
+    pub(super) fn mapping(&self) -> &[u32] {
+        &self.mapping
     }
 }
