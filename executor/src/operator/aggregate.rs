@@ -287,7 +287,10 @@ fn many_groups(keys: &BatchKeys) -> Grouping {
         }
     }
     match rows < MIN_SCATTER_ROWS {
-        true => Grouping::Pending,
+        // The sketch covered the whole batch: each of its set bits is a distinct key.
+        true => Grouping::Pending {
+            min_groups: sketch.bits_set(),
+        },
         false => Grouping::Scatter,
     }
 }
@@ -305,8 +308,9 @@ pub(super) fn encode_with_hashes(cols: &[Column]) -> (RowKeys, Vec<u64>) {
 enum Grouping {
     /// Its rows are scattered by key hash.
     Scatter,
-    /// Its rows are kept for the merge.
-    Pending,
+    /// Its rows are kept for the merge; its first batch has at least `min_groups` distinct
+    /// keys.
+    Pending { min_groups: usize },
     /// A group table, sized for about this many groups.
     Table { groups: usize },
 }
@@ -538,7 +542,9 @@ impl AggregateSink {
                 Some(p) => p,
                 None => partial.insert(match (decide(&keys), &keys) {
                     (Grouping::Scatter, _) => Partial::Rows(ScatteredRows::new()),
-                    (Grouping::Pending, _) => Partial::Pending(PendingRows::default()),
+                    (Grouping::Pending { min_groups }, _) => {
+                        Partial::Pending(PendingRows::new(min_groups))
+                    }
                     (Grouping::Table { groups }, BatchKeys::Int(col)) => {
                         let mut table = IntTable::new(col.data_type(), self.new_accs()?);
                         table.reserve(groups);
@@ -751,7 +757,23 @@ mod tests {
 
     const TABLE: fn(&BatchKeys) -> Grouping = |_| Grouping::Table { groups: 0 };
     const SCATTER: fn(&BatchKeys) -> Grouping = |_| Grouping::Scatter;
-    const PENDING: fn(&BatchKeys) -> Grouping = |_| Grouping::Pending;
+    /// Kept, with the first batch's distinct keys counted exactly (the lower bound a
+    /// sketch's set bits give).
+    const PENDING: fn(&BatchKeys) -> Grouping = |keys| {
+        let distinct = |k: &RowKeys, rows: usize| -> usize {
+            let keys: std::collections::HashSet<&[u8]> = (0..rows).map(|i| k.key(i)).collect();
+            keys.len()
+        };
+        let encoded =
+            |cols: &[Column]| distinct(&RowKeys::encode(cols, cols[0].len()), cols[0].len());
+        let min_groups = match keys {
+            BatchKeys::Int(col) => encoded(std::slice::from_ref(*col)),
+            BatchKeys::Str(col) => encoded(&[Column::Utf8((*col).clone())]),
+            BatchKeys::Columns(cols) => encoded(cols),
+            BatchKeys::Encoded(k, hashes) => distinct(k, hashes.len()),
+        };
+        Grouping::Pending { min_groups }
+    };
 
     #[test]
     fn partitioned_merge_equals_serial_merge_bit_for_bit() {
@@ -917,11 +939,17 @@ mod tests {
     /// A morsel's rows kept for the merge give what its table gives, bit for bit (groups,
     /// first-seen order, every state, float sums of batches with few groups added by lanes
     /// included): kept in every morsel or every other one, merged serially (by value for one
-    /// integer key, encoded otherwise) or by partition, at 1, 2 and 8 threads.
+    /// integer key, encoded otherwise) or by partition (scattered where lanes are ruled
+    /// out: the integer key's morsels; else grouped in a table: the text key's), at 1, 2
+    /// and 8 threads.
     #[test]
     fn kept_rows_equal_group_tables() {
         let input = morsels();
-        for keys in [&[0][..], &[1], &[0, 1]] {
+        for (keys, scattered) in [(&[0][..], true), (&[1], false), (&[0, 1], true)] {
+            let s = sink(1, keys);
+            let partials = partials_every(&s, &input, 1, PENDING);
+            let never = |p: &Partial| matches!(p, Partial::Pending(r) if r.never_by_lanes());
+            assert_eq!(partials.iter().all(never), scattered, "{keys:?}");
             let expect = merged_tables(&input, keys);
             for threads in [1, 2, 8] {
                 for (every, partitioned) in [(1, false), (2, false), (1, true), (2, true)] {
@@ -988,12 +1016,16 @@ mod tests {
         // A first batch of fewer rows than that is never scattered: its rows are kept for
         // the merge when they are mostly distinct, else grouped in a table.
         let small = |n: usize, f: &dyn Fn(usize) -> i64| many_groups(&BatchKeys::Int(&ints(n, f)));
-        assert!(matches!(small(1000, &|i| i as i64), Grouping::Pending));
+        // Kept with a lower bound of its distinct keys: the sketch's set bits.
+        let Grouping::Pending { min_groups } = small(1000, &|i| i as i64) else {
+            panic!("1000 distinct keys in 1000 rows are kept");
+        };
+        assert!((950..=1000).contains(&min_groups), "{min_groups}");
         assert!(matches!(
             small(300, &|i| random[i] % 10_000),
-            Grouping::Pending
+            Grouping::Pending { .. }
         ));
-        assert!(matches!(small(1, &|_| 5), Grouping::Pending));
+        assert!(matches!(small(1, &|_| 5), Grouping::Pending { .. }));
         assert!(matches!(
             small(300, &|i| random[i] % 16),
             Grouping::Table { .. }

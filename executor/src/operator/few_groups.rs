@@ -57,9 +57,15 @@ pub(super) struct FewGroups {
 impl FewGroups {
     /// `Some` when the batch's `groups` (ids below `n`) are few enough for lanes.
     pub(super) fn of(groups: &[u32], n: usize) -> Option<FewGroups> {
-        (n <= MAX_GROUPS && n * MIN_ROWS_PER_GROUP <= groups.len()).then(|| FewGroups {
+        (!Self::ruled_out(n, groups.len())).then(|| FewGroups {
             rows: lane_sums(groups, n, 0i64, |_| 1),
         })
+    }
+
+    /// Whether a batch of `rows` rows over at least `groups` groups is too many groups for
+    /// lanes (so a table adds it row by row).
+    pub(super) fn ruled_out(groups: usize, rows: usize) -> bool {
+        groups > MAX_GROUPS || groups * MIN_ROWS_PER_GROUP > rows
     }
 
     /// Per group, how many rows of the batch are valid in `valid` (every row when `None`).

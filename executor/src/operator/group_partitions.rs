@@ -16,8 +16,9 @@
 //! ([`super::few_groups`]), scattered rows in row order, so a float sum can round
 //! differently. A morsel is scattered only when its first batch's keys are mostly distinct
 //! (no lanes), so this takes a later batch sixteen times as large as the morsel's groups.
-//! Rows kept for the merge ([`super::pending_rows`]) are grouped in their morsel's table
-//! when dealt, so they give its bits exactly.
+//! Rows kept for the merge ([`super::pending_rows`]) are scattered when dealt only where
+//! their morsel's table would have used no lanes, else grouped in that table, so they give
+//! its bits exactly.
 
 use morsel_storage::{Batch, Column, DataType};
 
@@ -234,7 +235,7 @@ enum Dealt {
 type ReducedPartition = (Vec<(u32, u32)>, Vec<Column>);
 
 /// Consecutive partials to deal together: a run of tables, one morsel's scattered rows, or
-/// one morsel's rows kept for the merge (grouped in a table when dealt).
+/// one morsel's rows kept for the merge (scattered or grouped in a table when dealt).
 enum Unit {
     Tables(u32, Vec<Partial>),
     Rows(u32, ScatteredRows),
@@ -272,6 +273,11 @@ impl AggregateSink {
             Ok::<_, ExecError>(match unit {
                 Unit::Tables(first, run) => Dealt::Groups(self.deal_tables(first, run)?),
                 Unit::Rows(morsel, rows) => Dealt::Rows(morsel, rows),
+                Unit::Pending(morsel, pending) if pending.never_by_lanes() => {
+                    let mut rows = ScatteredRows::new();
+                    pending.drain(|keys, args| rows.push_batch(keys, args))?;
+                    Dealt::Rows(morsel, rows)
+                }
                 Unit::Pending(morsel, pending) => {
                     // Its table, as the worker that read it would have built (a table's
                     // batch of few groups adds by lanes, which scattered rows do not).

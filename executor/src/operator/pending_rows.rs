@@ -8,13 +8,16 @@
 //! morsel's own table would have been folded: the rows' groups get ids in the morsel's
 //! first-seen order, their states start fresh and are updated batch by batch as a table's
 //! (lanes included), and are then combined into the merge's. So whether a morsel's rows were
-//! kept changes the cost, never the bits of a float sum. A merge by partition turns each
-//! kept morsel into its table first, on the workers.
+//! kept changes the cost, never the bits of a float sum. A merge by partition scatters a
+//! kept morsel's rows when its table would have added no batch by lanes (a lower bound of
+//! its groups, from the sketch that decided to keep it, rules lanes out), and otherwise
+//! builds the morsel's table on a worker and deals it.
 
 use morsel_storage::{Column, DataType};
 
 use super::accumulator::Accumulator;
 use super::aggregate::{encode_with_hashes, int_hash, update_accs, BatchKeys};
+use super::few_groups::FewGroups;
 use super::keys::{for_each_int, int_range, RowKeys};
 use crate::error::ExecResult;
 
@@ -25,9 +28,11 @@ enum PendingKeys {
 }
 
 /// A morsel's rows, batch by batch: keys and each aggregate's argument.
-#[derive(Default)]
 pub struct PendingRows {
     rows: usize,
+    /// A lower bound of the morsel's distinct keys (its first batch's, counted when the
+    /// morsel was decided to be kept).
+    min_groups: usize,
     batches: Vec<(PendingKeys, Vec<Option<Column>>)>,
     /// The smallest and largest integer key held by value (read on the worker, so that the
     /// merge can size an array for their ids without reading them).
@@ -35,8 +40,31 @@ pub struct PendingRows {
 }
 
 impl PendingRows {
+    /// No rows yet, of a morsel with at least `min_groups` distinct keys.
+    pub fn new(min_groups: usize) -> Self {
+        Self {
+            rows: 0,
+            min_groups,
+            batches: Vec::new(),
+            range: None,
+        }
+    }
+
     pub fn rows(&self) -> usize {
         self.rows
+    }
+
+    /// Whether the morsel's table would add no batch by lanes (each has too few rows for
+    /// the morsel's groups): then its rows, scattered and reduced by partition, give that
+    /// table's bits.
+    pub fn never_by_lanes(&self) -> bool {
+        self.batches.iter().all(|(keys, _)| {
+            let rows = match keys {
+                PendingKeys::Int(col) => col.len(),
+                PendingKeys::Encoded(_, hashes) => hashes.len(),
+            };
+            FewGroups::ruled_out(self.min_groups, rows)
+        })
     }
 
     /// Keeps a batch's rows: `keys` as evaluated, `args` each aggregate's argument.
