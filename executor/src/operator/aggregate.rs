@@ -600,7 +600,7 @@ impl AggregateSink {
     fn merge_serial(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
         let by_value = |p: &Partial| match p {
             Partial::Ints(_) => true,
-            Partial::Pending(r) => r.by_value(),
+            Partial::Pending(r) => r.int_type().is_some(),
             _ => false,
         };
         if partials.iter().any(by_value) {

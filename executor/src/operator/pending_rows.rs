@@ -100,11 +100,6 @@ impl PendingRows {
         }
     }
 
-    /// Whether the keys are one integer-like column, held by value.
-    pub fn by_value(&self) -> bool {
-        self.int_type().is_some()
-    }
-
     /// The key column's type when the keys are one integer-like column, held by value.
     pub fn int_type(&self) -> Option<DataType> {
         match self.batches.first() {
