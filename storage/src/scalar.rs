@@ -15,7 +15,7 @@ pub fn cmp_f64(a: f64, b: f64) -> std::cmp::Ordering {
         .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum ScalarValue {
     Null,
     Boolean(bool),
@@ -25,6 +25,23 @@ pub enum ScalarValue {
     Utf8(String),
     Date32(i32),
     Timestamp(i64),
+}
+
+/// Equality in the float order of [`cmp_f64`]: NaN equals NaN and -0.0 equals 0.0 (so a
+/// plan holding a NaN literal equals itself).
+impl PartialEq for ScalarValue {
+    fn eq(&self, other: &Self) -> bool {
+        use ScalarValue as S;
+        match (self, other) {
+            (S::Null, S::Null) => true,
+            (S::Boolean(a), S::Boolean(b)) => a == b,
+            (S::Int32(a), S::Int32(b)) | (S::Date32(a), S::Date32(b)) => a == b,
+            (S::Int64(a), S::Int64(b)) | (S::Timestamp(a), S::Timestamp(b)) => a == b,
+            (S::Float64(a), S::Float64(b)) => cmp_f64(*a, *b).is_eq(),
+            (S::Utf8(a), S::Utf8(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl ScalarValue {

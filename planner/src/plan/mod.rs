@@ -59,6 +59,17 @@ pub enum TableSource {
     Memory(Arc<MemTable>),
 }
 
+/// Two sources are equal when they are the same opened files or the same table.
+impl PartialEq for TableSource {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (TableSource::Csv(a), TableSource::Csv(b)) => Arc::ptr_eq(a, b),
+            (TableSource::Memory(a), TableSource::Memory(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 impl TableSource {
     /// The full schema of the source, before projection.
     pub fn schema(&self) -> &SchemaRef {
@@ -70,7 +81,7 @@ impl TableSource {
 }
 
 /// A table scan with the projection and filters pushed into it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Scan {
     /// The name the table was referenced by (a catalog name or a file path).
     pub table: String,
@@ -189,7 +200,8 @@ impl JoinKind {
     }
 }
 
-#[derive(Clone, Debug)]
+/// Plans compare structurally: the optimizer's test of whether a rule changed one.
+#[derive(Clone, Debug, PartialEq)]
 pub enum LogicalPlan {
     Scan(Scan),
     Filter {
