@@ -2,6 +2,7 @@
 //! belongs to, and name resolution with "did you mean" suggestions.
 
 use std::fmt;
+use std::sync::Arc;
 
 use morsel_storage::{DataType, Field, Schema};
 
@@ -63,12 +64,16 @@ impl PlanField {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PlanSchema {
-    fields: Vec<PlanField>,
+    /// Shared: plans are cloned and rebuilt often while they are optimized, and a schema is
+    /// never changed in place.
+    fields: Arc<[PlanField]>,
 }
 
 impl PlanSchema {
     pub fn new(fields: Vec<PlanField>) -> Self {
-        Self { fields }
+        Self {
+            fields: fields.into(),
+        }
     }
 
     /// The fields of a storage schema, all belonging to `relation`.
@@ -119,12 +124,13 @@ impl PlanSchema {
 
     /// Concatenates two schemas (a join's output).
     pub fn join(&self, right: &PlanSchema, right_nullable: bool) -> Self {
-        let mut fields = self.fields.clone();
-        fields.extend(right.fields.iter().map(|f| PlanField {
+        let right = right.fields.iter().map(|f| PlanField {
             nullable: f.nullable || right_nullable,
             ..f.clone()
-        }));
-        Self { fields }
+        });
+        Self {
+            fields: self.fields.iter().cloned().chain(right).collect(),
+        }
     }
 
     /// The same fields, all nullable (the outer side of an outer join).

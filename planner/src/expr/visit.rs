@@ -5,45 +5,61 @@ use super::{ColumnRef, Expr};
 impl Expr {
     /// The direct children of this node.
     pub fn children(&self) -> Vec<&Expr> {
+        let mut v = Vec::new();
+        self.for_each_child(|c| v.push(c));
+        v
+    }
+
+    /// Calls `f` on each direct child, in the order [`Expr::children`] lists them (without
+    /// collecting them: the planner visits expressions often).
+    pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
         match self {
-            Expr::Column(_) | Expr::Literal(_) => vec![],
-            Expr::Binary { left, right, .. } => vec![left, right],
-            Expr::Not(e) | Expr::Negative(e) | Expr::IsNull(e) | Expr::IsNotNull(e) => vec![e],
-            Expr::Cast { expr, .. } | Expr::Alias { expr, .. } => vec![expr],
+            Expr::Column(_) | Expr::Literal(_) => {}
+            Expr::Binary { left, right, .. } => {
+                f(left);
+                f(right);
+            }
+            Expr::Not(e) | Expr::Negative(e) | Expr::IsNull(e) | Expr::IsNotNull(e) => f(e),
+            Expr::Cast { expr, .. } | Expr::Alias { expr, .. } => f(expr),
             Expr::Case {
                 operand,
                 branches,
                 otherwise,
             } => {
-                let mut v: Vec<&Expr> = operand.iter().map(|b| b.as_ref()).collect();
+                operand.iter().for_each(|o| f(o));
                 for (w, t) in branches {
-                    v.push(w);
-                    v.push(t);
+                    f(w);
+                    f(t);
                 }
-                v.extend(otherwise.iter().map(|b| b.as_ref()));
-                v
+                otherwise.iter().for_each(|o| f(o));
             }
-            Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list).collect(),
+            Expr::InList { expr, list, .. } => {
+                f(expr);
+                list.iter().for_each(f);
+            }
             Expr::Between {
                 expr, low, high, ..
-            } => vec![expr, low, high],
-            Expr::Like { expr, pattern, .. } => vec![expr, pattern],
-            Expr::Function { args, .. } | Expr::Aggregate { args, .. } => args.iter().collect(),
-            Expr::Window(w) => w
-                .args
-                .iter()
-                .chain(&w.partition_by)
-                .chain(w.order_by.iter().map(|o| &o.expr))
-                .collect(),
+            } => {
+                f(expr);
+                f(low);
+                f(high);
+            }
+            Expr::Like { expr, pattern, .. } => {
+                f(expr);
+                f(pattern);
+            }
+            Expr::Function { args, .. } | Expr::Aggregate { args, .. } => args.iter().for_each(f),
+            Expr::Window(w) => {
+                w.args.iter().chain(&w.partition_by).for_each(&mut f);
+                w.order_by.iter().for_each(|o| f(&o.expr));
+            }
         }
     }
 
     /// Calls `f` on every node, parents before children.
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
-        for c in self.children() {
-            c.visit(f);
-        }
+        self.for_each_child(|c| c.visit(f));
     }
 
     /// Every column this expression reads, in first-seen order, without duplicates.

@@ -25,11 +25,13 @@ pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
         return rows;
     }
     let rows = memoized(|| {
-        if let Some(rows) = ROWS.with(|m| m.borrow().as_ref().and_then(|m| m.get(&key).copied())) {
+        if let Some(rows) =
+            MEMO.with(|m| m.borrow().as_ref().and_then(|m| m.rows.get(&key).copied()))
+        {
             return rows;
         }
         let rows = compute_rows(plan);
-        ROWS.with(|m| m.borrow_mut().as_mut().map(|m| m.insert(key, rows)));
+        MEMO.with(|m| m.borrow_mut().as_mut().map(|m| m.rows.insert(key, rows)));
         rows
     });
     if pinned.is_some() {
@@ -38,9 +40,16 @@ pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
     rows
 }
 
+/// Estimates by plan node address, while an outermost estimate runs.
+#[derive(Default)]
+struct Memo {
+    rows: HashMap<usize, f64>,
+    /// Distinct values by (node address, output column).
+    distinct: HashMap<(usize, usize), Option<f64>>,
+}
+
 thread_local! {
-    /// Row estimates by plan node address, while an outermost estimate runs.
-    static ROWS: RefCell<Option<HashMap<usize, f64>>> = const { RefCell::new(None) };
+    static MEMO: RefCell<Option<Memo>> = const { RefCell::new(None) };
     /// The nodes of a plan its holder keeps unchanged (see [`with_estimates_of`]), by
     /// address, with their estimates once asked for.
     static PINNED: RefCell<Option<HashMap<usize, Option<f64>>>> = const { RefCell::new(None) };
@@ -68,21 +77,22 @@ pub fn with_estimates_of<R>(root: &LogicalPlan, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Runs `f` with row estimates remembered by plan node address. Nested calls share the
-/// outermost call's memo, which ends with it: the plan it estimates stays borrowed and
-/// unchanged throughout, and nothing in here builds plans, so an address names one node.
+/// Runs `f` with row and distinct-value estimates remembered by plan node address. Nested
+/// calls share the outermost call's memo, which ends with it: the plans it estimates stay
+/// borrowed and unchanged throughout, and nothing in here (nor in a caller's `f`) builds
+/// plans, so an address names one node.
 /// (Every node's estimate reads its inputs' and, through distinct counts, its inputs'
 /// inputs' estimates: without the memo a join tree's estimate is quadratic or worse.)
-fn memoized<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn memoized<R>(f: impl FnOnce() -> R) -> R {
     struct Outermost;
     impl Drop for Outermost {
         fn drop(&mut self) {
-            ROWS.with(|m| *m.borrow_mut() = None);
+            MEMO.with(|m| *m.borrow_mut() = None);
         }
     }
-    let started = ROWS.with(|m| {
+    let started = MEMO.with(|m| {
         let mut m = m.borrow_mut();
-        m.is_none().then(|| *m = Some(HashMap::new())).is_some()
+        m.is_none().then(|| *m = Some(Memo::default())).is_some()
     });
     let _guard = started.then_some(Outermost);
     f()
@@ -233,15 +243,30 @@ fn expr_distinct(e: &Expr, plan: &LogicalPlan) -> Option<f64> {
 
 /// Estimated distinct values of column `c` of `plan`'s output (never more than its rows).
 pub fn distinct_values(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
-    memoized(|| Some(source_distinct(plan, c)?.min(estimate_rows(plan)).max(1.0)))
+    distinct_at(plan, plan.schema().position(c)?)
 }
 
-/// Distinct values of column `c` where it comes from, capped by each node's rows below.
-fn source_distinct(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
-    let i = plan.schema().position(c)?;
-    let through = |input: &LogicalPlan, i: usize| {
-        distinct_values(input, &input.schema().field(i).column_ref())
-    };
+/// Estimated distinct values of output column `i` of `plan` (never more than its rows).
+fn distinct_at(plan: &LogicalPlan, i: usize) -> Option<f64> {
+    let key = (plan as *const LogicalPlan as usize, i);
+    memoized(|| {
+        let known = MEMO.with(|m| {
+            m.borrow()
+                .as_ref()
+                .and_then(|m| m.distinct.get(&key).copied())
+        });
+        if let Some(d) = known {
+            return d;
+        }
+        let d = source_distinct(plan, i).map(|d| d.min(estimate_rows(plan)).max(1.0));
+        MEMO.with(|m| m.borrow_mut().as_mut().map(|m| m.distinct.insert(key, d)));
+        d
+    })
+}
+
+/// Distinct values of output column `i` where it comes from, capped by each node's rows
+/// below.
+fn source_distinct(plan: &LogicalPlan, i: usize) -> Option<f64> {
     match plan {
         LogicalPlan::Scan(s) => {
             let col = s.projection.as_ref().map_or(i, |p| p[i]);
@@ -259,8 +284,8 @@ fn source_distinct(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
         | LogicalPlan::Sort { input, .. }
         | LogicalPlan::Limit { input, .. }
         | LogicalPlan::Distinct { input }
-        | LogicalPlan::SubqueryAlias { input, .. } => through(input, i),
-        LogicalPlan::Window { input, .. } if i < input.schema().len() => through(input, i),
+        | LogicalPlan::SubqueryAlias { input, .. } => distinct_at(input, i),
+        LogicalPlan::Window { input, .. } if i < input.schema().len() => distinct_at(input, i),
         LogicalPlan::Projection { input, exprs, .. } => expr_distinct(&exprs[i], input),
         LogicalPlan::Aggregate { input, group, .. } if i < group.len() => {
             expr_distinct(&group[i], input)
@@ -268,9 +293,9 @@ fn source_distinct(plan: &LogicalPlan, c: &ColumnRef) -> Option<f64> {
         LogicalPlan::Join { left, right, .. } => {
             let nl = left.schema().len();
             if i < nl {
-                through(left, i)
+                distinct_at(left, i)
             } else if right.schema().len() > i - nl {
-                through(right, i - nl)
+                distinct_at(right, i - nl)
             } else {
                 None
             }

@@ -77,7 +77,16 @@ fn sample_fraction(table: &MemTable, col: usize, conjuncts: &[&Expr]) -> Option<
 
 /// The table column `e` reads, when it reads exactly one.
 fn single_column(e: &Expr, scan: &Scan) -> Option<usize> {
-    let [c] = e.columns().try_into().ok()?;
+    let (mut first, mut others) = (None, false);
+    e.visit(&mut |x| {
+        if let Expr::Column(c) = x {
+            match first {
+                None => first = Some(c.clone()),
+                Some(ref f) => others |= f != c,
+            }
+        }
+    });
+    let c = first.filter(|_| !others)?;
     let i = scan.schema.position(&c)?;
     Some(scan.projection.as_ref().map_or(i, |p| p[i]))
 }

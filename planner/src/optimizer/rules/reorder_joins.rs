@@ -23,7 +23,7 @@
 use super::push_down_filter::conjuncts;
 use crate::error::PlanResult;
 use crate::expr::{BinaryOp, Expr};
-use crate::optimizer::cardinality::estimate_rows;
+use crate::optimizer::cardinality::{estimate_rows, join_rows, memoized};
 use crate::optimizer::OptimizerRule;
 use crate::plan::{JoinKind, LogicalPlan};
 use crate::schema::PlanSchema;
@@ -62,7 +62,7 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
     };
     if let Some((join, predicate)) = region {
         if let Some(better) = reorder_region(join, predicate)? {
-            if better.to_string() != plan.to_string() {
+            if better != plan {
                 return Ok(better);
             }
         }
@@ -179,30 +179,32 @@ fn reorder(
     let mut slots: Vec<Option<LogicalPlan>> = leaves.into_iter().map(Some).collect();
 
     // The first pair: linked, smallest estimated join (ties: lower positions); without any
-    // link, the smallest input.
-    let mut best: Option<(f64, usize, usize, Step)> = None;
-    for a in 0..n {
-        for b in a + 1..n {
-            if !linked(a, b, &conds) {
-                continue;
-            }
-            let (Some(pa), Some(pb)) = (&slots[a], &slots[b]) else {
-                continue;
-            };
-            let step = join_step(pa, &[a], pb, b, &conds);
-            let est = estimate_rows(&step.plan);
-            if best.as_ref().is_none_or(|(e, ..)| est < *e) {
-                best = Some((est, a, b, step));
+    // link, the smallest input. Candidates are estimated without being built (no plan is
+    // built while the estimates are shared).
+    let best = memoized(|| {
+        let mut best: Option<(f64, usize, usize, Step)> = None;
+        for a in 0..n {
+            for b in a + 1..n {
+                if !linked(a, b, &conds) {
+                    continue;
+                }
+                let (Some(pa), Some(pb)) = (&slots[a], &slots[b]) else {
+                    continue;
+                };
+                let step = join_step(pa, &[a], pb, b, &conds);
+                let est = step.estimate(pa, pb);
+                if best.as_ref().is_none_or(|(e, ..)| est < *e) {
+                    best = Some((est, a, b, step));
+                }
             }
         }
-    }
+        best
+    });
     let (mut current, mut joined) = match best {
-        Some((_, a, b, step)) => {
-            step.commit(&mut conds);
-            slots[a] = None;
-            slots[b] = None;
-            (step.plan, vec![a, b])
-        }
+        Some((_, a, b, step)) => match (slots[a].take(), slots[b].take()) {
+            (Some(pa), Some(pb)) => (step.commit(&mut conds, pa, pb), vec![a, b]),
+            _ => return Ok(None),
+        },
         None => {
             let first = (0..n)
                 .min_by(|&a, &b| rows[a].total_cmp(&rows[b]).then(a.cmp(&b)))
@@ -227,24 +229,26 @@ fn reorder(
         } else {
             linked_left
         };
-        let mut choice: Option<(f64, usize, Step)> = None;
-        for k in candidates {
-            let Some(pk) = &slots[k] else { continue };
-            let step = join_step(&current, &joined, pk, k, &conds);
-            let est = estimate_rows(&step.plan);
-            let better = match &choice {
-                None => true,
-                Some((e, j, _)) => est < *e || (est == *e && rows[k] < rows[*j]),
-            };
-            if better {
-                choice = Some((est, k, step));
+        let choice = memoized(|| {
+            let mut choice: Option<(f64, usize, Step)> = None;
+            for k in candidates {
+                let Some(pk) = &slots[k] else { continue };
+                let step = join_step(&current, &joined, pk, k, &conds);
+                let est = step.estimate(&current, pk);
+                let better = match &choice {
+                    None => true,
+                    Some((e, j, _)) => est < *e || (est == *e && rows[k] < rows[*j]),
+                };
+                if better {
+                    choice = Some((est, k, step));
+                }
             }
-        }
+            choice
+        });
         let Some((_, k, step)) = choice else { break };
-        step.commit(&mut conds);
-        slots[k] = None;
+        let Some(next) = slots[k].take() else { break };
+        current = step.commit(&mut conds, current, next);
         joined.push(k);
-        current = step.plan;
     }
     let mut plan = order_probes(current);
     let rest: Vec<Expr> = conds
@@ -320,10 +324,12 @@ fn order_probes(plan: LogicalPlan) -> LogicalPlan {
         left_ok && filter_ok
     };
     if probes.len() > 1 && probes.iter().all(reads_base_and_build) {
-        let alone: Vec<f64> = probes
-            .iter()
-            .map(|p| estimate_rows(&join(base.clone(), p)))
-            .collect();
+        let alone: Vec<f64> = memoized(|| {
+            probes
+                .iter()
+                .map(|p| join_rows(&base, &p.build, &JoinKind::Inner, &p.on, p.filter.as_ref()))
+                .collect()
+        });
         let mut order: Vec<usize> = (0..probes.len()).collect();
         order.sort_by(|&a, &b| alone[a].total_cmp(&alone[b]));
         let mut slots: Vec<Option<Probe>> = probes.into_iter().map(Some).collect();
@@ -345,16 +351,56 @@ fn join(left: LogicalPlan, p: &Probe) -> LogicalPlan {
     }
 }
 
-/// A candidate join of the inputs joined so far with one more, and the conditions it places.
+/// A candidate join of the inputs joined so far with one more: which side builds, the
+/// keys and residual filter, and the conditions it places.
 struct Step {
-    plan: LogicalPlan,
+    /// The new input builds (is the right side); otherwise the inputs joined so far do.
+    next_builds: bool,
+    /// (left, right) key pairs.
+    on: Vec<(Expr, Expr)>,
+    filter: Option<Expr>,
     placed: Vec<usize>,
 }
 
 impl Step {
-    fn commit(&self, conds: &mut [Condition]) {
+    /// The estimated rows of this join of `current` (the inputs joined so far) and `next`.
+    fn estimate(&self, current: &LogicalPlan, next: &LogicalPlan) -> f64 {
+        let (left, right) = self.sides(current, next);
+        join_rows(
+            left,
+            right,
+            &JoinKind::Inner,
+            &self.on,
+            self.filter.as_ref(),
+        )
+    }
+
+    fn sides<T>(&self, current: T, next: T) -> (T, T) {
+        match self.next_builds {
+            true => (current, next),
+            false => (next, current),
+        }
+    }
+
+    /// Builds the join and marks its conditions placed.
+    fn commit(
+        self,
+        conds: &mut [Condition],
+        current: LogicalPlan,
+        next: LogicalPlan,
+    ) -> LogicalPlan {
         for &i in &self.placed {
             conds[i].placed = true;
+        }
+        let (left, right) = self.sides(current, next);
+        let schema = JoinKind::Inner.output_schema(left.schema(), right.schema(), None);
+        LogicalPlan::Join {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind: JoinKind::Inner,
+            on: self.on,
+            filter: self.filter,
+            schema,
         }
     }
 }
@@ -369,12 +415,12 @@ fn join_step(
     k: usize,
     conds: &[Condition],
 ) -> Step {
-    let (left, right) = if estimate_rows(next) <= estimate_rows(current) {
-        (current.clone(), next.clone())
-    } else {
-        (next.clone(), current.clone())
+    let next_builds = estimate_rows(next) <= estimate_rows(current);
+    let (left, right) = match next_builds {
+        true => (current, next),
+        false => (next, current),
     };
-    let (ls, rs) = (left.schema().clone(), right.schema().clone());
+    let (ls, rs) = (left.schema(), right.schema());
     let mut on = Vec::new();
     let mut filter = Vec::new();
     let mut placed = Vec::new();
@@ -391,27 +437,21 @@ fn join_step(
             right: b,
         } = &c.expr
         {
-            if over(a, &ls) && over(b, &rs) {
+            if over(a, ls) && over(b, rs) {
                 on.push((*a.clone(), *b.clone()));
                 continue;
             }
-            if over(b, &ls) && over(a, &rs) {
+            if over(b, ls) && over(a, rs) {
                 on.push((*b.clone(), *a.clone()));
                 continue;
             }
         }
         filter.push(c.expr.clone());
     }
-    let schema = JoinKind::Inner.output_schema(&ls, &rs, None);
     Step {
-        plan: LogicalPlan::Join {
-            left: Box::new(left),
-            right: Box::new(right),
-            kind: JoinKind::Inner,
-            on,
-            filter: Expr::conjunction(filter),
-            schema,
-        },
+        next_builds,
+        on,
+        filter: Expr::conjunction(filter),
         placed,
     }
 }
