@@ -10,13 +10,19 @@
 //! handed on as they are: listed, or as the mask. When every row passes, the batch goes
 //! through untouched. Comparisons of one integer-like column with constants (a date range)
 //! run as one range test per row.
+//!
+//! A scan's filter can also test whether a column's value is a key of a hash join's built
+//! side (see `physical::join`): rows it rules out would find no match in the join above.
 
 use morsel_planner::BinaryOp;
 use morsel_storage::{Batch, Bitmap, Column, DataType, ScalarValue};
 
+use std::sync::Arc;
+
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::kernels::{boolean, compare, select};
+use crate::operator::hash_join::JoinTable;
 use crate::scheduler::Operator;
 use crate::selected::{Live, Selected};
 
@@ -41,15 +47,38 @@ enum Step {
         hi: i64,
         conjuncts: Vec<PhysExpr>,
     },
+    /// Integer-like column `column`'s value is a key of `table` (which tests keys as
+    /// cheaply as a comparison): NULLs and values without a build row are ruled out.
+    JoinKeys {
+        column: usize,
+        table: Arc<JoinTable>,
+    },
+}
+
+/// One test a filter is built from.
+pub enum Test {
+    /// A conjunct, with whether it is cheap to test on every row.
+    Conjunct(PhysExpr, bool),
+    /// Column `column` holds a key of `table` (see [`Step::JoinKeys`]).
+    JoinKeys {
+        column: usize,
+        table: Arc<JoinTable>,
+    },
 }
 
 impl FilterOp {
-    /// A filter keeping the rows where all `conjuncts` are true, each with whether it is
-    /// cheap to test on every row. Integer-like comparisons of one column merge into a range
-    /// at the place of the first.
-    pub fn new(conjuncts: Vec<(PhysExpr, bool)>) -> FilterOp {
+    /// A filter keeping the rows where all `tests` hold, in their order. Integer-like
+    /// comparisons of one column merge into a range at the place of the first.
+    pub fn new(tests: Vec<Test>) -> FilterOp {
         let mut steps: Vec<Step> = Vec::new();
-        for (c, cheap) in conjuncts {
+        for t in tests {
+            let (c, cheap) = match t {
+                Test::Conjunct(c, cheap) => (c, cheap),
+                Test::JoinKeys { column, table } => {
+                    steps.push(Step::JoinKeys { column, table });
+                    continue;
+                }
+            };
             let Some((column, ty, lo, hi)) = int_bounds(&c) else {
                 steps.push(Step::Conjunct(c, cheap));
                 continue;
@@ -97,7 +126,7 @@ impl Step {
     fn is_cheap(&self) -> bool {
         match self {
             Step::Conjunct(_, cheap) => *cheap,
-            Step::IntRange { .. } => true,
+            Step::IntRange { .. } | Step::JoinKeys { .. } => true,
         }
     }
 }
@@ -202,6 +231,17 @@ impl Selection {
         }
     }
 
+    /// Column `column`'s value is a key of `table` (which tests keys cheaply: it is built
+    /// so; were it not, the probe would still test every row).
+    fn join_keys(&mut self, column: usize, table: &JoinTable) {
+        let col = self.batch.column(column);
+        if let Some(r) = &mut self.rows {
+            table.retain_key_rows(col, r);
+        } else if let Some(mask) = table.key_mask(col) {
+            self.and(mask);
+        }
+    }
+
     fn and(&mut self, mask: Bitmap) {
         let mask = match self.kept.take() {
             Some(k) => k.and(&mask),
@@ -287,6 +327,7 @@ impl FilterOp {
                     }
                 }
                 Step::Conjunct(c, cheap) => sel.conjunct(c, *cheap)?,
+                Step::JoinKeys { column, table } => sel.join_keys(*column, table),
             }
             if sel.none_left() {
                 break;
@@ -303,8 +344,9 @@ mod tests {
     use morsel_planner::BinaryOp;
     use morsel_storage::{Batch, Column, DataType, Field, PrimitiveColumn, ScalarValue, Schema};
 
-    use super::FilterOp;
+    use super::{FilterOp, Test};
     use crate::expr::PhysExpr;
+    use crate::operator::hash_join::JoinTable;
     use crate::scheduler::Operator;
 
     fn less_than(column: usize, value: i64) -> PhysExpr {
@@ -373,15 +415,15 @@ mod tests {
         // Integer constants against the date column (the planner casts first): not merged
         // with the date bounds, and the comparisons' own error.
         let mixed = FilterOp::new(vec![
-            (compare(0, GtEq, d(-30)), true),
-            (compare(0, Lt, i(30)), true),
-            (compare(0, Gt, i(-5)), true),
+            Test::Conjunct(compare(0, GtEq, d(-30)), true),
+            Test::Conjunct(compare(0, Lt, i(30)), true),
+            Test::Conjunct(compare(0, Gt, i(-5)), true),
         ]);
         assert!(mixed.execute(batch.clone()).is_err());
         for case in cases {
             let op = FilterOp::new(
                 case.iter()
-                    .map(|(c, o, v)| (compare(*c, *o, v.clone()), true))
+                    .map(|(c, o, v)| Test::Conjunct(compare(*c, *o, v.clone()), true))
                     .collect(),
             );
             let out = op.execute(batch.clone()).unwrap();
@@ -439,7 +481,7 @@ mod tests {
                 bounds
                     .iter()
                     .enumerate()
-                    .map(|(k, &(c, v))| (less_than(c, v), k % 2 == 0))
+                    .map(|(k, &(c, v))| Test::Conjunct(less_than(c, v), k % 2 == 0))
                     .collect(),
             );
             let out = op.execute(batch.clone()).unwrap();
@@ -457,6 +499,99 @@ mod tests {
                 })
                 .collect();
             assert_eq!(got, want, "{order}");
+        }
+    }
+
+    /// A test of a join's keys keeps exactly the rows whose key the build side has (never a
+    /// NULL), on the whole batch (first test) or on listed survivors (after a selective
+    /// one), for every cheap index (an array, a bit per value, hashed with a bit per value)
+    /// and for 32- and 64-bit probe columns.
+    #[test]
+    fn join_keys_keep_the_rows_whose_key_the_build_side_has() {
+        let mut rng = morsel_storage::test_rng::Rng(11);
+        let n = 3000usize;
+        // Build keys spanning: a small range (array), a wide one (bits, ranked), a very
+        // wide one over few keys (hashed, with a bit per value).
+        for (keys, spread, kind) in [
+            (500usize, 2_000i64, "an array"),
+            (2_000, 400_000, "ranked"),
+            (40, 1_000_000, "hashed by integer value, a bit per value"),
+        ] {
+            let build: Vec<Option<i64>> = (0..keys)
+                .map(|_| (rng.below(20) != 0).then(|| rng.below(spread as u64) as i64))
+                .collect();
+            let build_schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
+            let build_batch = Batch::try_new(
+                build_schema,
+                vec![Column::Int64(PrimitiveColumn::from_options(build.clone()))],
+                keys,
+            )
+            .unwrap();
+            let table =
+                Arc::new(JoinTable::new(build_batch, &[PhysExpr::Column(0)], true, 1).unwrap());
+            assert!(table.index_kind().contains(kind), "{}", table.index_kind());
+            assert!(table.tests_keys_cheaply(), "{}", table.index_kind());
+            let probe: Vec<Option<i64>> = (0..n)
+                .map(|i| match i % 3 {
+                    0 => build[rng.below(keys as u64) as usize],
+                    1 => (rng.below(10) != 0).then(|| rng.below(spread as u64 * 2) as i64 - 5),
+                    _ => None,
+                })
+                .collect();
+            let filler: Vec<Option<i64>> = (0..n as i64).map(Some).collect();
+            for wide in [false, true] {
+                let key_column = match wide {
+                    true => Column::Int64(PrimitiveColumn::from_options(probe.clone())),
+                    false => Column::Int32(PrimitiveColumn::from_options(
+                        probe.iter().map(|v| v.map(|v| v as i32)),
+                    )),
+                };
+                let schema = Arc::new(Schema::new(vec![
+                    Field::new("k", key_column.data_type(), true),
+                    Field::new("i", DataType::Int64, true),
+                ]));
+                let batch = Batch::try_new(
+                    schema,
+                    vec![
+                        key_column,
+                        Column::Int64(PrimitiveColumn::from_options(filler.clone())),
+                    ],
+                    n,
+                )
+                .unwrap();
+                let keys_test = || Test::JoinKeys {
+                    column: 0,
+                    table: table.clone(),
+                };
+                // Alone (whole batch), and after `i < n / 10` (survivors listed).
+                for (tests, below) in [
+                    (vec![keys_test()], n as i64),
+                    (
+                        vec![
+                            Test::Conjunct(less_than(1, n as i64 / 10), true),
+                            keys_test(),
+                        ],
+                        n as i64 / 10,
+                    ),
+                ] {
+                    let out = FilterOp::new(tests).execute(batch.clone()).unwrap();
+                    let want: Vec<ScalarValue> = (0..n)
+                        .filter(|&i| {
+                            (i as i64) < below && probe[i].is_some_and(|v| build.contains(&Some(v)))
+                        })
+                        .map(|i| ScalarValue::Int64(i as i64))
+                        .collect();
+                    let got: Vec<ScalarValue> = (0..out.num_rows())
+                        .map(|r| out.column(1).scalar_at(r))
+                        .collect();
+                    assert_eq!(
+                        got,
+                        want,
+                        "{} wide={wide} below={below}",
+                        table.index_kind()
+                    );
+                }
+            }
         }
     }
 }

@@ -21,9 +21,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use morsel_planner::JoinKind;
-use morsel_storage::{Batch, BooleanColumn, Column, NativeType, PrimitiveColumn, SchemaRef};
+use morsel_storage::{
+    Batch, Bitmap, BooleanColumn, Column, NativeType, PrimitiveColumn, SchemaRef,
+};
 
-use super::join_index::{even_ranges, KeyIndex};
+use super::join_index::{even_ranges, CheapKeys, KeyIndex};
 use super::keys::{
     for_each_int, hash_key, is_int_column, prefetch, IntPacking, KeyInterner, RowKeys,
     PREFETCH_ROWS_AHEAD,
@@ -31,12 +33,38 @@ use super::keys::{
 use super::pair_filter::PairFilter;
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
+use crate::kernels::compare::retain;
 use crate::scheduler::{parallel_map, Operator, Sink};
 use crate::selected::{BuildRows, Joined, Live, Selected};
 
 /// A hashed integer index larger than this gets its probe keys' slots prefetched first (about
 /// half this machine's 2 MiB of L2 per core: smaller maps stay in cache).
 const PREFETCH_MIN_MAP_BYTES: usize = 1 << 20;
+
+/// `$body` with `$has` bound to the table's cheap test of integer keys (one expansion per
+/// kind of index, so the test inlines into the loop): `Some` of its value, or `None` where
+/// the table has no such test.
+macro_rules! with_cheap_keys {
+    ($table:expr, |$has:ident| $body:expr) => {{
+        let t: &JoinTable = $table;
+        match (t.packing.is_some(), t.keys.cheap_keys()) {
+            (false, Some(CheapKeys::Slots { min, slots })) => {
+                // Values below `min` wrap to offsets past the end.
+                let $has = |v: i64| {
+                    slots
+                        .get(v.wrapping_sub(min) as u64 as usize)
+                        .is_some_and(|&id| id != u32::MAX)
+                };
+                Some($body)
+            }
+            (false, Some(CheapKeys::Bits(bits))) => {
+                let $has = |v: i64| bits.has(v);
+                Some($body)
+            }
+            _ => None,
+        }
+    }};
+}
 
 /// The indexed build side.
 pub struct JoinTable {
@@ -147,6 +175,64 @@ impl JoinTable {
             kind.push_str(", keys only (no rows per key)");
         }
         kind
+    }
+
+    /// Whether a probe row's key can be tested for a match as cheaply as a comparison,
+    /// before the probe: one integer key (not packed), indexed by an array or a bit per
+    /// value.
+    pub fn tests_keys_cheaply(&self) -> bool {
+        self.packing.is_none() && self.keys.cheap_keys().is_some()
+    }
+
+    /// Which rows of integer-like column `col` hold a key with a build row (never a NULL);
+    /// `None` where the table cannot test keys cheaply (see
+    /// [`JoinTable::tests_keys_cheaply`]). Other columns' values match no row.
+    pub fn key_mask(&self, col: &Column) -> Option<Bitmap> {
+        #[inline(always)]
+        fn each<T: NativeType + Into<i64>>(
+            x: &PrimitiveColumn<T>,
+            has: impl Fn(i64) -> bool,
+        ) -> Bitmap {
+            let keys = Bitmap::from_values(x.values(), |v| has(v.into()));
+            match x.validity() {
+                Some(m) => keys.and(m),
+                None => keys,
+            }
+        }
+        with_cheap_keys!(self, |has| match col {
+            Column::Int32(x) | Column::Date32(x) => each(x, has),
+            Column::Int64(x) | Column::Timestamp(x) => each(x, has),
+            other => Bitmap::from_bools(std::iter::repeat_n(false, other.len())),
+        })
+    }
+
+    /// Keeps the `rows` of integer-like column `col` that hold a key with a build row (as
+    /// [`JoinTable::key_mask`]); false, leaving them as they are, where the table cannot
+    /// test keys cheaply.
+    pub fn retain_key_rows(&self, col: &Column, rows: &mut Vec<u32>) -> bool {
+        #[inline(always)]
+        fn each<T: NativeType + Into<i64>>(
+            x: &PrimitiveColumn<T>,
+            rows: &mut Vec<u32>,
+            has: impl Fn(i64) -> bool,
+        ) {
+            let (values, valid) = (x.values(), x.validity());
+            retain(rows, |i| {
+                valid.is_none_or(|m| m.get(i)) && has(values[i].into())
+            });
+        }
+        with_cheap_keys!(self, |has| match col {
+            Column::Int32(x) | Column::Date32(x) => each(x, rows, has),
+            Column::Int64(x) | Column::Timestamp(x) => each(x, rows, has),
+            _ => rows.clear(),
+        })
+        .is_some()
+    }
+
+    /// Whether integer key `v` has a build row (false where the table cannot test keys
+    /// cheaply: see [`JoinTable::tests_keys_cheaply`]).
+    pub fn has_int_key(&self, v: i64) -> bool {
+        with_cheap_keys!(self, |has| has(v)).unwrap_or(false)
     }
 
     /// Pairs probe row `i` with every build row of key `id`, in build order (a table of keys

@@ -45,6 +45,14 @@ const DENSE_SLOTS_PER_ROW: usize = 16;
 /// A hashed integer index keeps a bit per value when its values span at most this many (4 MiB).
 const PRESENT_BITS: u128 = 1 << 25;
 
+/// Whether an integer key has a build row, read from an index without hashing.
+pub(super) enum CheapKeys<'a> {
+    /// A dense index's slots (`u32::MAX`: no row).
+    Slots { min: i64, slots: &'a [u32] },
+    /// A bit per value.
+    Bits(&'a ValueBits),
+}
+
 /// One bit per value of `min..min + 64 * bits.len()`: set where some build row has it.
 pub(super) struct ValueBits {
     min: i64,
@@ -168,6 +176,20 @@ impl KeyIndex {
                 });
             }
             KeyIndex::Encoded(_) | KeyIndex::Ranked { .. } => {}
+        }
+    }
+
+    /// A test of whether an integer key has a build row that costs about a comparison (an
+    /// array slot or a bit); `None` for the hashed and encoded indexes.
+    pub(super) fn cheap_keys(&self) -> Option<CheapKeys<'_>> {
+        match self {
+            KeyIndex::Dense { min, slots, .. } => Some(CheapKeys::Slots { min: *min, slots }),
+            KeyIndex::Ranked { bits, .. }
+            | KeyIndex::Int {
+                present: Some(bits),
+                ..
+            } => Some(CheapKeys::Bits(bits)),
+            KeyIndex::Int { present: None, .. } | KeyIndex::Encoded(_) => None,
         }
     }
 

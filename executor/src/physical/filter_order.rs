@@ -6,19 +6,28 @@
 //! tests the rows the earlier ones left.
 
 use morsel_planner::{BinaryOp, Expr, PlanSchema};
-use morsel_storage::DataType;
+use morsel_storage::{DataType, ScalarValue};
 
 use super::numeric_only;
 
 /// The selectivity assumed for a group the sample cannot judge.
 const UNJUDGED: f64 = 0.5;
 
+/// The cost per row of testing whether a value is a key of a hash join's built side (an
+/// array slot or a bit, and the value read from memory: measured on lineitem's order and
+/// part keys, 2.6-3.3 ns a row).
+const JOIN_KEY_COST: f64 = 6.0;
+
 /// The conjuncts of `groups` (each with its selectivity on the sample, if judged) in the
-/// order to test them, and a line saying so for EXPLAIN.
+/// order to test them, and a line saying so for EXPLAIN. `join_keys` is a test of a join's
+/// keys (its description and selectivity on the sample): it comes back with the number of
+/// conjuncts to test before it, or `None` where it would be the last test (the join's probe
+/// tests the keys then anyway).
 pub(super) fn order(
     groups: Vec<(Vec<Expr>, Option<f64>)>,
+    join_keys: Option<(String, f64)>,
     schema: &PlanSchema,
-) -> (Vec<Expr>, String) {
+) -> (Vec<Expr>, Option<usize>, String) {
     let mut ranked: Vec<(f64, Vec<Expr>, Option<f64>)> = groups
         .into_iter()
         .map(|(group, fraction)| {
@@ -29,7 +38,7 @@ pub(super) fn order(
         .collect();
     // Stable: equal ranks keep the written order.
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let described: Vec<String> = ranked
+    let mut described: Vec<String> = ranked
         .iter()
         .map(|(_, group, fraction)| {
             let columns = group[0].columns();
@@ -47,11 +56,22 @@ pub(super) fn order(
             }
         })
         .collect();
+    // The join's keys go before the first group that rules out fewer rows per cost.
+    let keys_at = join_keys.and_then(|(what, fraction)| {
+        let rank = (1.0 - fraction) / JOIN_KEY_COST;
+        let before = ranked.iter().position(|(r, ..)| rank > *r)?;
+        described.insert(before, format!("{what} {:.1}%", fraction * 100.0));
+        Some(ranked[..before].iter().map(|(_, g, _)| g.len()).sum())
+    });
     let line = format!(
         "tested in order of rows ruled out per cost (selectivity on the table's sample): {}",
         described.join(", ")
     );
-    (ranked.into_iter().flat_map(|(_, g, _)| g).collect(), line)
+    (
+        ranked.into_iter().flat_map(|(_, g, _)| g).collect(),
+        keys_at,
+        line,
+    )
 }
 
 /// Whether testing `e` on every row costs about as little as a comparison or two (then a
@@ -85,17 +105,25 @@ fn constant_comparison(e: &Expr, schema: &PlanSchema) -> bool {
 
 /// The cost per row of one conjunct, relative to comparing a number with a constant
 /// (about 0.5 ns a row in memory): numeric expressions by their operators; text equality
-/// and short `IN` lists, which read offsets and bytes, 10-12 times that (measured on
-/// lineitem: 5 and 7 ns a row); `LIKE` and anything else more.
+/// with a constant, which reads offsets and bytes, from 2.5 (one byte: `l_returnflag =
+/// 'R'`, 1 ns a row) to 10 times that (17 bytes: `l_shipinstruct = 'DELIVER IN PERSON'`,
+/// 5 ns a row), by the constant's length; short `IN` lists 12 (7 ns a row); `LIKE` and
+/// anything else more.
 fn cost(e: &Expr, schema: &PlanSchema) -> f64 {
     if numeric_only(e, schema) {
         return operators(e).max(1) as f64;
     }
     match e {
         Expr::Binary {
+            left,
             op: BinaryOp::Eq | BinaryOp::NotEq,
-            ..
-        } => 10.0,
+            right,
+        } => match (left.as_ref(), right.as_ref()) {
+            (Expr::Literal(ScalarValue::Utf8(t)), _) | (_, Expr::Literal(ScalarValue::Utf8(t))) => {
+                (2.0 + t.len() as f64 / 2.0).min(10.0)
+            }
+            _ => 10.0,
+        },
         Expr::InList { list, .. } if list.len() <= 8 => 12.0,
         Expr::Like { .. } => 25.0,
         _ => 15.0,
@@ -145,7 +173,7 @@ mod tests {
             (pair.clone(), None),
             (range.clone(), Some(0.3)),
         ];
-        let (ordered, line) = order(groups, &schema);
+        let (ordered, _, line) = order(groups, None, &schema);
         // range: 0.7 / 1; pair: 0.5 / 1; text: 0.9 / 10.
         let want: Vec<_> = range.into_iter().chain(pair).chain(text).collect();
         assert_eq!(ordered, want);
@@ -153,5 +181,40 @@ mod tests {
             line.ends_with("d 30.0%, d < e (not judged), s 10.0%"),
             "{line}"
         );
+    }
+
+    /// A join's keys go before the first group that rules out fewer rows per cost (at six
+    /// comparisons a row), and are left to the probe where they would come last.
+    #[test]
+    fn join_keys_go_where_they_rule_out_more_per_cost() {
+        let schema = PlanSchema::from_schema(
+            None,
+            &Schema::new(vec![
+                Field::new("d", DataType::Date32, false),
+                Field::new("s", DataType::Utf8, false),
+            ]),
+        );
+        let range = vec![col("d").lt(lit_date("1995-01-01"))];
+        let text = vec![col("s").eq(lit("DELIVER IN PERSON"))];
+        let groups = || vec![(text.clone(), Some(0.25)), (range.clone(), Some(0.9))];
+        // range: 0.1 / 1; text: 0.75 / 10; keys keeping 1%: 0.99 / 6, first.
+        let (ordered, at, line) = order(groups(), Some(("k in keys".into(), 0.01)), &schema);
+        assert_eq!(at, Some(0));
+        assert_eq!(
+            ordered,
+            range.iter().chain(&text).cloned().collect::<Vec<_>>()
+        );
+        assert!(line.ends_with("k in keys 1.0%, d 90.0%, s 25.0%"), "{line}");
+        // Keeping 50%: 0.5 / 6, after the range, before the text.
+        let (_, at, line) = order(groups(), Some(("k in keys".into(), 0.5)), &schema);
+        assert_eq!(at, Some(1));
+        assert!(
+            line.ends_with("d 90.0%, k in keys 50.0%, s 25.0%"),
+            "{line}"
+        );
+        // Keeping 99%: last, so left to the probe.
+        let (_, at, line) = order(groups(), Some(("k in keys".into(), 0.99)), &schema);
+        assert_eq!(at, None);
+        assert!(!line.contains("k in keys"), "{line}");
     }
 }

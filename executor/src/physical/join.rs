@@ -14,7 +14,10 @@ use std::sync::Arc;
 use morsel_planner::{Expr, JoinKind, LogicalPlan, PlanSchema};
 use morsel_storage::Batch;
 
-use super::{build, fused_details, label, materialized, phys, relabel, storage_schema, Pipe};
+use super::{
+    build, build_with, fused_details, label, materialized, phys, relabel, storage_schema, JoinKeys,
+    Pipe,
+};
 use crate::context::{ExecContext, PipelineStats, StageStats};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
@@ -68,7 +71,7 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
     let pair_schema = j.left.schema().join(j.right.schema(), false);
     let tracks_build = matches!(j.kind, JoinKind::Right | JoinKind::Full);
     let matched = tracks_build.then(|| Arc::new(MatchedRows::new(table.num_rows())));
-    let mut pipe = build(j.left, ctx)?;
+    let mut pipe = build_with(j.left, ctx, probe_scan_keys(&j, &table, ctx))?;
     let out_schema = storage_schema(j.schema);
     let probe_keys = j.keys(ctx, true)?;
     let filter = j
@@ -108,6 +111,26 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
             materialized("join", out, j.schema, plan)
         }
         None => pipe,
+    })
+}
+
+/// The test of the join's keys to hand down to the scan under the probe side (see
+/// [`JoinKeys`]): for an inner or semi join (its probe rows without a match are dropped) on
+/// one key, a column of the probe side, whose built table tests keys cheaply. Not while
+/// the plan is only being described: the table is empty then.
+fn probe_scan_keys(j: &JoinParts, table: &Arc<JoinTable>, ctx: &ExecContext) -> Option<JoinKeys> {
+    let drops_unmatched = matches!(j.kind, JoinKind::Inner | JoinKind::Semi);
+    let [(Expr::Column(c), _)] = j.on else {
+        return None;
+    };
+    if !drops_unmatched || ctx.explain_only || !table.tests_keys_cheaply() {
+        return None;
+    }
+    Some(JoinKeys {
+        column: j.left.schema().position(c)?,
+        table: table.clone(),
+        name: c.to_string(),
+        kept: Default::default(),
     })
 }
 

@@ -10,17 +10,18 @@ mod filter_order;
 mod join;
 mod order;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use morsel_planner::{memory_scan_filter_order, Expr, LogicalPlan, PlanSchema, TableSource};
-use morsel_storage::{Batch, Column, DataType, SchemaRef};
+use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef};
 
 use crate::context::{ExecContext, StageLabel};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compile, fuse, PhysExpr};
 use crate::operator::aggregate::{AggSpec, AggregateSink};
 use crate::operator::collect::CollectSink;
-use crate::operator::filter::FilterOp;
+use crate::operator::filter::{FilterOp, Test};
+use crate::operator::hash_join::JoinTable;
 use crate::operator::limit::LimitSink;
 use crate::operator::project::ProjectOp;
 use crate::operator::sort::{SortKey, SortSink};
@@ -37,6 +38,32 @@ struct Pipe {
     ops: Vec<Box<dyn Operator>>,
     labels: Vec<StageLabel>,
     schema: PlanSchema,
+}
+
+/// A test handed down from a hash join to the memory scan under its probe side: column
+/// `column` of the plan being built holds a key of `table` (rows without one would find no
+/// match in the join). The scan adds it to its filter where it rules out rows cheaply
+/// enough; plans it cannot pass through (anything but filters, projections of the column
+/// and aliases) drop it, the probe testing every row anyway.
+#[derive(Clone)]
+struct JoinKeys {
+    column: usize,
+    table: Arc<JoinTable>,
+    /// The key column's name as the join reads it, for EXPLAIN.
+    name: String,
+    /// Set by the scan that tests the keys, to the share of rows it expects them to keep:
+    /// the stages between it and the join scale their row estimates by it.
+    kept: Arc<OnceLock<f64>>,
+}
+
+impl JoinKeys {
+    /// `l` with its row estimate after the keys, where a scan below tests them.
+    fn scaled(kept: Option<Arc<OnceLock<f64>>>, mut l: StageLabel) -> StageLabel {
+        if let Some(f) = kept.as_deref().and_then(OnceLock::get) {
+            l.estimated_rows = l.estimated_rows.map(|r| r * f);
+        }
+        l
+    }
 }
 
 fn label(name: impl Into<String>, node: Option<&LogicalPlan>) -> StageLabel {
@@ -215,6 +242,7 @@ fn scan_pipe(
     scan: &morsel_planner::Scan,
     plan: &LogicalPlan,
     ctx: &ExecContext,
+    keys: Option<JoinKeys>,
 ) -> ExecResult<Pipe> {
     let schema = storage_schema(&scan.schema);
     let predicate = Expr::conjunction(scan.filters.clone());
@@ -275,47 +303,121 @@ fn scan_pipe(
         schema: scan.schema.clone(),
     };
     if let (Some(pred), TableSource::Memory(table)) = (predicate, &scan.source) {
-        let (ordered, line) =
-            filter_order::order(memory_scan_filter_order(scan, table), &scan.schema);
+        let keys = keys.and_then(|k| {
+            let fraction = join_key_fraction(scan, table, &k)?;
+            Some((k, fraction))
+        });
+        let (ordered, keys_at, line) = filter_order::order(
+            memory_scan_filter_order(scan, table),
+            keys.as_ref()
+                .map(|(k, f)| (format!("{} in the join's keys", k.name), *f)),
+            &scan.schema,
+        );
         let conjuncts = compile_conjuncts(ctx, ordered, &scan.schema)?;
         let mut details = vec![line];
         details.extend(fused_details(conjuncts.iter().map(|(c, _)| c)));
+        let mut tests: Vec<Test> = conjuncts
+            .into_iter()
+            .map(|(c, cheap)| Test::Conjunct(c, cheap))
+            .collect();
+        let mut filter_label = label(format!("Filter (pushed into the scan): {pred}"), Some(plan));
+        if let (Some(at), Some((k, fraction))) = (keys_at, keys) {
+            tests.insert(
+                at,
+                Test::JoinKeys {
+                    column: k.column,
+                    table: k.table.clone(),
+                },
+            );
+            // The stage's rows are after the join's keys too.
+            filter_label.estimated_rows = filter_label.estimated_rows.map(|r| r * fraction);
+            let _ = k.kept.set(fraction);
+        }
         pipe.push(
-            Box::new(FilterOp::new(conjuncts)),
-            label(format!("Filter (pushed into the scan): {pred}"), Some(plan))
-                .with_details(details),
+            Box::new(FilterOp::new(tests)),
+            filter_label.with_details(details),
         );
     }
     Ok(pipe)
 }
 
+/// The column `e` reads as it is (a column, or an alias of one).
+fn plain_column(e: &Expr) -> Option<&morsel_planner::ColumnRef> {
+    match e {
+        Expr::Column(c) => Some(c),
+        Expr::Alias { expr, .. } => plain_column(expr),
+        _ => None,
+    }
+}
+
+/// The share of a memory scan's rows whose key column holds a key of the join's table,
+/// measured on the table's sample (`None`: no sample to judge by).
+fn join_key_fraction(
+    scan: &morsel_planner::Scan,
+    table: &morsel_planner::MemTable,
+    keys: &JoinKeys,
+) -> Option<f64> {
+    let col = scan
+        .projection
+        .as_ref()
+        .map_or(keys.column, |p| p[keys.column]);
+    let values = table.sampled_values(col)?;
+    let hits = values
+        .iter()
+        .filter(|v| match v {
+            ScalarValue::Int32(x) | ScalarValue::Date32(x) => keys.table.has_int_key(i64::from(*x)),
+            ScalarValue::Int64(x) | ScalarValue::Timestamp(x) => keys.table.has_int_key(*x),
+            _ => false,
+        })
+        .count();
+    (!values.is_empty()).then(|| (hits.max(1) as f64 / (values.len() + 1) as f64).min(1.0))
+}
+
 fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
+    build_with(plan, ctx, None)
+}
+
+/// Builds `plan`'s pipeline, handing `keys` down to the memory scan it reads (see
+/// [`JoinKeys`]).
+fn build_with(plan: &LogicalPlan, ctx: &ExecContext, keys: Option<JoinKeys>) -> ExecResult<Pipe> {
     Ok(match plan {
         LogicalPlan::Scan(scan) => {
             // A scan the query reads more than once is decoded once and its rows kept; one
             // that reads other columns of the same rows reads the scan of both's columns.
             if let Some(wide) = ctx.shared.widened(scan) {
                 let wide_plan = LogicalPlan::Scan(wide.clone());
-                let decode =
-                    || scan_pipe(&wide, &wide_plan, ctx)?.run(ctx, &CollectSink, Some(&wide_plan));
+                let decode = || {
+                    scan_pipe(&wide, &wide_plan, ctx, None)?.run(
+                        ctx,
+                        &CollectSink,
+                        Some(&wide_plan),
+                    )
+                };
                 if let Some(batches) = ctx.shared.read(&wide_plan, decode) {
                     let kept = keep_columns(&batches?, &wide, scan)?;
                     return Ok(materialized_arc("shared scan", kept, &scan.schema, plan));
                 }
             }
-            let decode = || scan_pipe(scan, plan, ctx)?.run(ctx, &CollectSink, Some(plan));
+            let decode = || scan_pipe(scan, plan, ctx, None)?.run(ctx, &CollectSink, Some(plan));
             match ctx.shared.read(plan, decode) {
                 Some(batches) => materialized_arc("shared scan", batches?, &scan.schema, plan),
-                None => scan_pipe(scan, plan, ctx)?,
+                None => scan_pipe(scan, plan, ctx, keys)?,
             }
         }
         LogicalPlan::Filter { input, predicate } => {
-            let mut pipe = build(input, ctx)?;
+            let kept = keys.as_ref().map(|k| k.kept.clone());
+            let mut pipe = build_with(input, ctx, keys)?;
             let conjuncts = conjuncts(ctx, predicate, input.schema())?;
             let details = fused_details(conjuncts.iter().map(|(c, _)| c));
             pipe.push(
-                Box::new(FilterOp::new(conjuncts)),
-                label(format!("Filter: {predicate}"), Some(plan)).with_details(details),
+                Box::new(FilterOp::new(
+                    conjuncts
+                        .into_iter()
+                        .map(|(c, cheap)| Test::Conjunct(c, cheap))
+                        .collect(),
+                )),
+                JoinKeys::scaled(kept, label(format!("Filter: {predicate}"), Some(plan)))
+                    .with_details(details),
             );
             pipe
         }
@@ -324,7 +426,13 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
             exprs,
             schema,
         } => {
-            let mut pipe = build(input, ctx)?;
+            // The key column passes through where the projection only reads it.
+            let keys = keys.and_then(|k| {
+                let column = input.schema().position(plain_column(&exprs[k.column])?)?;
+                Some(JoinKeys { column, ..k })
+            });
+            let kept = keys.as_ref().map(|k| k.kept.clone());
+            let mut pipe = build_with(input, ctx, keys)?;
             let exprs: Vec<PhysExpr> = exprs
                 .iter()
                 .map(|e| phys(ctx, e, input.schema()))
@@ -335,13 +443,13 @@ fn build(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Pipe> {
                     exprs,
                     schema: storage_schema(schema),
                 }),
-                label("Projection", Some(plan)).with_details(details),
+                JoinKeys::scaled(kept, label("Projection", Some(plan))).with_details(details),
             );
             pipe.schema = schema.clone();
             pipe
         }
         LogicalPlan::SubqueryAlias { input, schema, .. } => {
-            let mut pipe = build(input, ctx)?;
+            let mut pipe = build_with(input, ctx, keys)?;
             pipe.schema = schema.clone();
             pipe
         }

@@ -58,6 +58,12 @@ impl MemTable {
         self.sample().distinct.get(col).copied()
     }
 
+    /// Column `col`'s sampled values (NULLs included), in table order; `None` for a column
+    /// the table does not have.
+    pub fn sampled_values(&self, col: usize) -> Option<&[ScalarValue]> {
+        self.sample().values.get(col).map(Vec::as_slice)
+    }
+
     /// The fraction of rows that `conjuncts` (over column `col` alone) keep, as `keep` finds
     /// it on the column's sampled values (`None`: it cannot judge them); remembered.
     pub fn sample_fraction(
