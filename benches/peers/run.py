@@ -225,19 +225,29 @@ SUITE = [
 
 def suite(py, args, threads):
     """The suite at 1M rows (no NULLs). morsel's times come from the suite's own output (tables
-    in memory, as for the peers); its answers, for the comparison, from the morsel CLI over
-    the same data exported as CSV."""
+    in memory, as for the peers), run again for each workload just before the peers run it, so
+    that the three are measured together (this machine's speed drifts within minutes); its
+    answers, for the comparison, from the morsel CLI over the same data exported as CSV."""
     n = 1_000_000
     export = os.path.join(ROOT, "target", "bench-data", "export")
     env = dict(os.environ, MORSEL_THREADS=str(threads), BENCH_EXPORT=export, BENCH_REPS=str(args.runs))
-    out = subprocess.run([os.path.join(ROOT, "target", "release", "morsel-suite")], capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        sys.exit("the morsel suite failed its validation:\n" + out.stderr)
-    ours = {}
-    for r in csv.DictReader(l for l in out.stdout.splitlines() if not l.startswith("#")):
-        if r["rows"] == str(n) and r["null_density"] == "0":
-            key = r["workload"] + (" " + r["group_shape"] if r["workload"] == "grouped_sum_count" else "")
-            ours[key] = float(r["median_ns"]) / 1e6
+
+    def morsel_suite(only=None):
+        """morsel's medians at 1M rows without NULLs, by workload (all, or those named like
+        `only`); the suite also validates every answer against its oracle and exports the tables."""
+        run_env = dict(env, BENCH_FILTER=only) if only else env
+        out = subprocess.run([os.path.join(ROOT, "target", "release", "morsel-suite")], capture_output=True, text=True,
+                             env=run_env)
+        if out.returncode != 0:
+            sys.exit("the morsel suite failed its validation:\n" + out.stderr)
+        medians = {}
+        for r in csv.DictReader(l for l in out.stdout.splitlines() if not l.startswith("#")):
+            if r["rows"] == str(n) and r["null_density"] == "0":
+                key = r["workload"] + (" " + r["group_shape"] if r["workload"] == "grouped_sum_count" else "")
+                medians[key] = float(r["median_ns"]) / 1e6
+        return medians
+
+    morsel_suite()
     files = {"t": os.path.join(export, f"t_{n}_0.csv"), "l": os.path.join(export, f"l_{n}.csv"), "r": os.path.join(export, f"r_{n}.csv")}
     csv_file = os.path.join(ROOT, "target", "bench-data", f"suite_{n}.csv")
     rows = []
@@ -250,7 +260,7 @@ def suite(py, args, threads):
         with open(stem + ".morsel.csv", "w") as f:
             subprocess.run([os.path.join(ROOT, "target", "release", "morsel"), "--format", "csv", cli_sql], stdout=f, check=True,
                            env=dict(os.environ, MORSEL_THREADS=str(threads)))
-        res = {"morsel": {"ms": ours.get(name)}}
+        res = {"morsel": {"ms": morsel_suite(name.split(" ")[0]).get(name)}}
         for engine in ("duckdb", "polars"):
             res[engine] = peer(py, engine, sql, setup, args.runs, threads, f"{stem}.{engine}.csv")
             if "ms" in res[engine]:
