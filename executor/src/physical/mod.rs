@@ -320,22 +320,23 @@ fn scan_pipe(
             .into_iter()
             .map(|(c, cheap)| Test::Conjunct(c, cheap))
             .collect();
-        let mut filter_label = label(format!("Filter (pushed into the scan): {pred}"), Some(plan));
+        let mut kept = None;
         if let (Some(at), Some((k, fraction))) = (keys_at, keys) {
             tests.insert(
                 at,
                 Test::JoinKeys {
                     column: k.column,
-                    table: k.table.clone(),
+                    table: k.table,
                 },
             );
-            // The stage's rows are after the join's keys too.
-            filter_label.estimated_rows = filter_label.estimated_rows.map(|r| r * fraction);
             let _ = k.kept.set(fraction);
+            kept = Some(k.kept);
         }
+        // The stage's rows are after the join's keys too, where it tests them.
+        let filter_label = label(format!("Filter (pushed into the scan): {pred}"), Some(plan));
         pipe.push(
             Box::new(FilterOp::new(tests)),
-            filter_label.with_details(details),
+            JoinKeys::scaled(kept, filter_label).with_details(details),
         );
     }
     Ok(pipe)
