@@ -26,7 +26,7 @@ use morsel_storage::{ScalarValue, Schema};
 
 use super::PhysExpr;
 use crate::error::{ExecError, ExecResult};
-use crate::kernels::compare::cmp_f64;
+use crate::kernels::compare::with_f64_order;
 
 /// Rows per chunk: 8 KiB per 64-bit register, so a dozen registers fit in L1.
 pub const CHUNK: usize = 1024;
@@ -677,7 +677,9 @@ fn compare(op: BinaryOp, a: &Reg, b: &Reg, dst: &mut Reg, n: usize) {
         }};
     }
     match (&a.vals, &b.vals) {
-        (Vals::F64(x), Vals::F64(y)) => cmp_loop!(x, y, cmp_f64),
+        (Vals::F64(x), Vals::F64(y)) => {
+            with_f64_order!(op, |holds| (0..n).for_each(|j| d[j] = holds(x[j], y[j])))
+        }
         (Vals::I64(x), Vals::I64(y)) => cmp_loop!(x, y, |p: i64, q: i64| p.cmp(&q)),
         (Vals::I32(x), Vals::I32(y)) => cmp_loop!(x, y, |p: i32, q: i32| p.cmp(&q)),
         (Vals::Bool(x), Vals::Bool(y)) => cmp_loop!(x, y, |p: bool, q: bool| p.cmp(&q)),

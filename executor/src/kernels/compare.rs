@@ -121,6 +121,42 @@ pub fn cmp_rows(a: &Column, i: usize, b: &Column, j: usize) -> Ordering {
     }
 }
 
+/// `$body` with `$holds` bound to `p op q` for doubles in the float order of [`cmp_f64`]
+/// (NaN equals NaN and is above every other value; -0.0 equals 0.0), one closure per
+/// operator so each loop vectorizes: IEEE comparisons agree with that order except where a
+/// NaN takes part, which the second terms place by hand (`|`, not `||`: no branch).
+macro_rules! with_f64_order {
+    ($op:expr, |$holds:ident| $body:expr) => {
+        match $op {
+            BinaryOp::Eq => {
+                let $holds = |p: f64, q: f64| (p == q) | (p.is_nan() & q.is_nan());
+                $body
+            }
+            BinaryOp::NotEq => {
+                let $holds = |p: f64, q: f64| !((p == q) | (p.is_nan() & q.is_nan()));
+                $body
+            }
+            BinaryOp::Lt => {
+                let $holds = |p: f64, q: f64| (p < q) | (q.is_nan() & !p.is_nan());
+                $body
+            }
+            BinaryOp::LtEq => {
+                let $holds = |p: f64, q: f64| (p <= q) | q.is_nan();
+                $body
+            }
+            BinaryOp::Gt => {
+                let $holds = |p: f64, q: f64| (p > q) | (p.is_nan() & !q.is_nan());
+                $body
+            }
+            _ => {
+                let $holds = |p: f64, q: f64| (p >= q) | p.is_nan();
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_f64_order;
+
 macro_rules! prim {
     ($op:expr, $a:expr, $b:expr, $cmp:expr) => {{
         let (x, y) = ($a.values(), $b.values());
@@ -494,7 +530,11 @@ pub fn compare(op: BinaryOp, l: &Column, r: &Column) -> ExecResult<BooleanColumn
         (Column::Int64(a), Column::Int64(b)) | (Column::Timestamp(a), Column::Timestamp(b)) => {
             prim!(op, a, b, |p: i64, q: i64| p.cmp(&q))
         }
-        (Column::Float64(a), Column::Float64(b)) => prim!(op, a, b, cmp_f64),
+        (Column::Float64(a), Column::Float64(b)) => {
+            let (x, y) = (a.values(), b.values());
+            let values = with_f64_order!(op, |holds| Bitmap::from_pairs(x, y, holds));
+            BooleanColumn::new(values, and_validity(a.validity(), b.validity()))
+        }
         (Column::Utf8(a), Column::Utf8(b)) => {
             let values = Bitmap::from_fn(a.len(), |i| {
                 op.holds(a.value_bytes(i).cmp(b.value_bytes(i)))
@@ -518,6 +558,34 @@ pub fn compare(op: BinaryOp, l: &Column, r: &Column) -> ExecResult<BooleanColumn
 
 #[cfg(test)]
 mod tests {
+
+    /// The vectorized float comparisons answer as the float order does for every pair of
+    /// special and ordinary values, under every operator.
+    #[test]
+    fn float_comparisons_follow_the_float_order() {
+        use super::{cmp_f64, BinaryOp};
+        let values = [
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1.5,
+            -1.5,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ];
+        for op in BinaryOp::COMPARISONS {
+            for &p in &values {
+                for &q in &values {
+                    let want = op.holds(cmp_f64(p, q));
+                    let got = with_f64_order!(op, |holds| holds(p, q));
+                    assert_eq!(got, want, "{p} {} {q}", op.symbol());
+                }
+            }
+        }
+    }
     use morsel_planner::BinaryOp;
     use morsel_storage::{BooleanColumn, Column, PrimitiveColumn, ScalarValue, Utf8Column};
 
