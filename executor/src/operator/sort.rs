@@ -5,8 +5,13 @@
 //! LIMIT k`) each morsel keeps only its own first k rows (a selection, then a sort of those
 //! k), and the partials are merged in morsel order and cut to k again. Ties are broken by
 //! input position throughout, so Top-K returns exactly the rows a full stable sort would.
+//! With one key that normalizes to one word, the morsels share a bound: the smallest k-th
+//! word any morsel has kept. A row whose word is above it has k rows before it already and
+//! is dropped before the selection; rows equal to it stay (position decides among them), so
+//! the answer is the same whichever morsels set the bound first.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use hashbrown::HashMap;
 use morsel_storage::{Batch, Column, SchemaRef, Utf8Column};
@@ -296,7 +301,19 @@ fn sort_distinct<T: Ord + Copy + Send + Sync>(
 /// words hold, rows whose words tie compare the keys themselves.
 pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>, threads: usize) -> Vec<u32> {
     // Packing pays for a full sort; a Top-K selects among few rows per morsel.
-    let (words, w, undecided) = normalized_keys(keys, n, limit.is_none());
+    let normalized = normalized_keys(keys, n, limit.is_none());
+    sorted_by_words(keys, normalized, n, limit, threads)
+}
+
+/// [`sorted_rows`] once the keys are normalized (`words`, `w` words a row, and the first
+/// key the words leave undecided).
+fn sorted_by_words(
+    keys: &[KeyColumn],
+    (words, w, undecided): (Vec<u64>, usize, Option<usize>),
+    n: usize,
+    limit: Option<usize>,
+    threads: usize,
+) -> Vec<u32> {
     if let Some(from) = undecided {
         // A long string key: the words order most pairs; equal words compare the keys
         // from that one on (the earlier ones are equal when their words are).
@@ -353,6 +370,31 @@ pub fn sorted_rows(keys: &[KeyColumn], n: usize, limit: Option<usize>, threads: 
     }
 }
 
+/// A morsel's first `k` rows by `keys` for Top-K. Where the keys normalize to one word a
+/// row, rows whose word is above `bound` are skipped (k rows of other morsels come before
+/// them) and `bound` is lowered to this morsel's k-th word; other keys select as
+/// [`sorted_rows`] does.
+fn top_rows(keys: &[KeyColumn], n: usize, k: usize, bound: &AtomicU64, threads: usize) -> Vec<u32> {
+    let (words, w, undecided) = normalized_keys(keys, n, false);
+    if w != 1 || undecided.is_some() || k == 0 {
+        return sorted_by_words(keys, (words, w, undecided), n, Some(k), threads);
+    }
+    let limit = bound.load(AtomicOrdering::Relaxed);
+    let mut kept: Vec<(u64, u32)> = (0..n as u32)
+        .filter(|&r| words[r as usize] <= limit)
+        .map(|r| (words[r as usize], r))
+        .collect();
+    if kept.len() > k {
+        kept.select_nth_unstable(k - 1);
+        kept.truncate(k);
+    }
+    kept.sort_unstable();
+    if kept.len() == k {
+        bound.fetch_min(kept[k - 1].0, AtomicOrdering::Relaxed);
+    }
+    kept.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The bits the largest of `words` needs.
 fn bits_of(words: impl Iterator<Item = u64>) -> u32 {
     64 - words.max().map_or(0, u64::leading_zeros)
@@ -394,18 +436,25 @@ pub struct SortSink {
     pub limit: Option<usize>,
     /// Workers for the final sort.
     pub threads: usize,
+    /// Top-K over one single-word key: the smallest k-th word a morsel has kept so far
+    /// (`u64::MAX` until one has; see the module docs).
+    pub bound: AtomicU64,
 }
 
 impl SortSink {
-    /// `batches` as one batch, ordered (and cut to the limit).
-    fn sort(&self, batches: &[Batch]) -> ExecResult<Batch> {
+    /// `batches` as one batch, ordered (and cut to the limit); `bounded`: a morsel's rows
+    /// for Top-K, which may skip rows past the shared bound.
+    fn sort(&self, batches: &[Batch], bounded: bool) -> ExecResult<Batch> {
         let all = Batch::concat(self.schema.clone(), batches)?;
         let keys = self
             .keys
             .iter()
             .map(|k| Ok((k.expr.evaluate(&all)?, k.asc, k.nulls_first)))
             .collect::<ExecResult<Vec<KeyColumn>>>()?;
-        let perm = sorted_rows(&keys, all.num_rows(), self.limit, self.threads);
+        let perm = match (self.limit, bounded) {
+            (Some(k), true) => top_rows(&keys, all.num_rows(), k, &self.bound, self.threads),
+            _ => sorted_rows(&keys, all.num_rows(), self.limit, self.threads),
+        };
         let columns = parallel_map(self.threads, all.columns().iter().collect(), |_, c| {
             c.take(&perm)
         });
@@ -454,14 +503,14 @@ impl Sink for SortSink {
     fn consume(&self, _seq: u64, batches: Vec<Batch>) -> ExecResult<Vec<Batch>> {
         match self.limit {
             // Top-K: each morsel keeps only its own first k rows.
-            Some(_) => Ok(vec![self.sort(&batches)?]),
+            Some(_) => Ok(vec![self.sort(&batches, true)?]),
             None => Ok(batches),
         }
     }
 
     fn finish(&self, partials: Vec<Vec<Batch>>) -> ExecResult<Vec<Batch>> {
         let batches: Vec<Batch> = partials.into_iter().flatten().collect();
-        Ok(vec![self.sort(&batches)?])
+        Ok(vec![self.sort(&batches, false)?])
     }
 }
 
@@ -470,6 +519,119 @@ mod tests {
     use morsel_storage::{BooleanColumn, Buffer, Column, PrimitiveColumn};
 
     use super::{cmp_keys, sorted_rows, KeyColumn};
+
+    #[test]
+    fn top_k_with_a_shared_bound_is_the_prefix_of_the_stable_sort_in_any_morsel_order() {
+        use std::sync::Arc;
+
+        use morsel_storage::{Batch, DataType, Field, Schema, Utf8Column};
+
+        use super::{SortKey, SortSink};
+        use crate::expr::PhysExpr;
+        use crate::scheduler::Sink;
+
+        // Doubles with many ties, NaN and both zeros, and a row number to identify rows;
+        // short texts (one word) too; runs of equal doubles (morsels read in reverse then
+        // meet rows equal to the bound that belong in the answer); 20 morsels of 100 rows.
+        let n = 2000usize;
+        let mut rng = morsel_storage::test_rng::Rng(7);
+        let special = [f64::NAN, 0.0, -0.0, f64::INFINITY, -1.0];
+        let x: Vec<f64> = (0..n)
+            .map(|_| match rng.below(10) {
+                0 => special[rng.below(5) as usize],
+                _ => (rng.below(50) as f64) / 4.0,
+            })
+            .collect();
+        let t: Vec<String> = (0..n).map(|_| format!("k{}", rng.below(40))).collect();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Float64, false),
+            Field::new("t", DataType::Utf8, false),
+            Field::new("row", DataType::Int64, false),
+            Field::new("c", DataType::Float64, false),
+        ]));
+        let batch = |from: usize, to: usize| {
+            Batch::try_new(
+                schema.clone(),
+                vec![
+                    Column::Float64(PrimitiveColumn::new(
+                        Buffer::from_vec(x[from..to].to_vec()),
+                        None,
+                    )),
+                    Column::Utf8(Utf8Column::from_strs(
+                        t[from..to].iter().map(|s| Some(s.as_str())),
+                    )),
+                    Column::Int64(PrimitiveColumn::new(
+                        Buffer::from_vec((from as i64..to as i64).collect()),
+                        None,
+                    )),
+                    // Runs of 500 equal values: the bound ties rows of earlier morsels.
+                    Column::Float64(PrimitiveColumn::new(
+                        Buffer::from_vec((from..to).map(|i| (i / 500) as f64).collect()),
+                        None,
+                    )),
+                ],
+                to - from,
+            )
+            .unwrap()
+        };
+        let rows_of = |b: &Batch| -> Vec<i64> {
+            (0..b.num_rows())
+                .map(|i| match b.column(2).scalar_at(i) {
+                    morsel_storage::ScalarValue::Int64(v) => v,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        let cases = [
+            (0, true, 10),
+            (0, false, 10),
+            (0, true, 150),
+            (1, false, 25),
+            (3, true, 10),
+            (3, false, 30),
+        ];
+        for (key, asc, k) in cases {
+            let whole = batch(0, n);
+            let full = sorted_rows(&[(whole.column(key).clone(), asc, false)], n, None, 1);
+            let want: Vec<i64> = full[..k].iter().map(|&r| r as i64).collect();
+            for reversed in [false, true] {
+                let sink = SortSink {
+                    keys: vec![SortKey {
+                        expr: PhysExpr::Column(key),
+                        asc,
+                        nulls_first: false,
+                    }],
+                    schema: schema.clone(),
+                    limit: Some(k),
+                    threads: 1,
+                    bound: u64::MAX.into(),
+                };
+                let mut seqs: Vec<usize> = (0..n / 100).collect();
+                if reversed {
+                    seqs.reverse();
+                }
+                let mut partials: Vec<(usize, Vec<Batch>)> = seqs
+                    .into_iter()
+                    .map(|m| {
+                        let part = sink.consume(m as u64, vec![batch(m * 100, m * 100 + 100)]);
+                        (m, part.unwrap())
+                    })
+                    .collect();
+                partials.sort_by_key(|(m, _)| *m);
+                let out = sink
+                    .finish(partials.into_iter().map(|(_, p)| p).collect())
+                    .unwrap();
+                assert_eq!(
+                    rows_of(&out[0]),
+                    want,
+                    "key {key} asc {asc} k {k} reversed {reversed}"
+                );
+                // The bound was taken (a morsel of 100 rows can keep k rows).
+                let bound = sink.bound.load(std::sync::atomic::Ordering::Relaxed);
+                assert_eq!(bound < u64::MAX, k <= 100, "key {key} k {k}");
+            }
+        }
+    }
 
     #[test]
     fn top_k_is_the_prefix_of_the_stable_sort() {

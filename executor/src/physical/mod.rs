@@ -658,6 +658,7 @@ fn sort_sink(
         schema: storage_schema(in_schema),
         limit,
         threads: ctx.threads,
+        bound: u64::MAX.into(),
     })
 }
 
