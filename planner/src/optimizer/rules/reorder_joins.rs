@@ -365,7 +365,7 @@ struct Step {
 impl Step {
     /// The estimated rows of this join of `current` (the inputs joined so far) and `next`.
     fn estimate(&self, current: &LogicalPlan, next: &LogicalPlan) -> f64 {
-        let (left, right) = self.sides(current, next);
+        let (left, right) = sides(self.next_builds, current, next);
         join_rows(
             left,
             right,
@@ -373,13 +373,6 @@ impl Step {
             &self.on,
             self.filter.as_ref(),
         )
-    }
-
-    fn sides<T>(&self, current: T, next: T) -> (T, T) {
-        match self.next_builds {
-            true => (current, next),
-            false => (next, current),
-        }
     }
 
     /// Builds the join and marks its conditions placed.
@@ -392,7 +385,7 @@ impl Step {
         for &i in &self.placed {
             conds[i].placed = true;
         }
-        let (left, right) = self.sides(current, next);
+        let (left, right) = sides(self.next_builds, current, next);
         let schema = JoinKind::Inner.output_schema(left.schema(), right.schema(), None);
         LogicalPlan::Join {
             left: Box::new(left),
@@ -402,6 +395,15 @@ impl Step {
             filter: self.filter,
             schema,
         }
+    }
+}
+
+/// The (left, right) inputs of a join of the inputs joined so far and the next one: the
+/// next one on the right (it builds) when `next_builds`.
+fn sides<T>(next_builds: bool, current: T, next: T) -> (T, T) {
+    match next_builds {
+        true => (current, next),
+        false => (next, current),
     }
 }
 
@@ -416,10 +418,7 @@ fn join_step(
     conds: &[Condition],
 ) -> Step {
     let next_builds = estimate_rows(next) <= estimate_rows(current);
-    let (left, right) = match next_builds {
-        true => (current, next),
-        false => (next, current),
-    };
+    let (left, right) = sides(next_builds, current, next);
     let (ls, rs) = (left.schema(), right.schema());
     let mut on = Vec::new();
     let mut filter = Vec::new();
