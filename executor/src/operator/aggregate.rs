@@ -6,13 +6,18 @@
 //!   merged with the other partials in morsel order;
 //! - nearly every row a new key: its rows are scattered by key hash into partitions, each
 //!   reduced once in `finish` (see [`super::group_partitions`]); or, when the first batch is
-//!   small, kept as they came for the merge to group (see [`super::pending_rows`]).
+//!   small or the key is one integer-like column, kept as they came for the merge to group
+//!   (see [`super::pending_rows`]).
 //!
 //! Output groups appear in order of first appearance in the input, and every group's states
 //! combine in morsel order, so float sums add in a data-determined order whatever the number
 //! of workers. When the partials hold many groups, or any morsel was scattered, the merge is
 //! split by key hash and runs on the workers; it combines every group's states in the same
-//! order as the serial merge, so the two give the same bits.
+//! order as the serial merge, so the two give the same bits. One integer key over a narrow
+//! range with rows kept is merged by key offset into arrays instead ([`super::dense_merge`]):
+//! there kept rows add in row order straight into their group's states, so a float sum can
+//! round differently from the other merges (the choice, like the order, depends on the data
+//! only).
 
 use std::hash::BuildHasher;
 
@@ -291,7 +296,9 @@ fn many_groups(keys: &BatchKeys) -> Grouping {
         true => Grouping::Pending {
             min_groups: sketch.bits_set(),
         },
-        false => Grouping::Scatter,
+        false => Grouping::Scatter {
+            min_groups: sketch.bits_set(),
+        },
     }
 }
 
@@ -306,8 +313,10 @@ pub(super) fn encode_with_hashes(cols: &[Column]) -> (RowKeys, Vec<u64>) {
 /// How a morsel is grouped, decided from its first batch.
 #[derive(Clone, Copy, Debug)]
 enum Grouping {
-    /// Its rows are scattered by key hash.
-    Scatter,
+    /// Its rows are scattered by key hash (kept for the merge when its key is one
+    /// integer-like column: see [`super::dense_merge`]); its first batch has at least
+    /// `min_groups` distinct keys.
+    Scatter { min_groups: usize },
     /// Its rows are kept for the merge; its first batch has at least `min_groups` distinct
     /// keys.
     Pending { min_groups: usize },
@@ -405,9 +414,10 @@ impl Sink for AggregateSink {
                 "hash aggregate on {} key(s), groups in {}: per morsel a group \
                  table, or, when its keys are mostly distinct (est. 1 in \
                  {SCATTER_DISTINCT_PER_ROWS} rows), its rows scattered into {PARTITIONS} \
-                 partitions by key hash (or, under {MIN_SCATTER_ROWS} rows, kept for the \
-                 merge); merged in morsel order, by partition in parallel past \
-                 {PARTITIONED_MERGE_GROUPS} groups",
+                 partitions by key hash (kept for the merge under {MIN_SCATTER_ROWS} rows, \
+                 or with one integer key); merged in morsel order, by partition in parallel \
+                 past {PARTITIONED_MERGE_GROUPS} groups (by key offset into arrays for one \
+                 integer key over a narrow range)",
                 self.group.len(),
                 match self.keep_order {
                     true => "first-seen order",
@@ -460,11 +470,13 @@ impl Sink for AggregateSink {
             .iter()
             .filter(|p| matches!(p, Partial::Pending(_)))
             .count();
-        vec![format!(
+        let mut d = vec![format!(
             "{scattered} of {} morsels scattered by key hash, {pending} kept as rows for the \
              merge (many distinct keys)",
             partials.len()
-        )]
+        )];
+        d.extend(self.dense_layout(partials).map(|l| l.describe()));
+        d
     }
 
     fn finish(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
@@ -474,6 +486,9 @@ impl Sink for AggregateSink {
         let groups: usize = partials.iter().map(Partial::table_groups).sum();
         if self.ranges_apart(&partials) {
             return self.merge_apart(partials);
+        }
+        if let Some(layout) = self.dense_layout(&partials) {
+            return self.merge_dense(partials, layout);
         }
         // Many groups in the partials may still be few in all (the same keys in every
         // morsel, as Q15's 10K suppliers over 731 morsels): their stored hashes tell.
@@ -541,7 +556,12 @@ impl AggregateSink {
             let p = match &mut partial {
                 Some(p) => p,
                 None => partial.insert(match (decide(&keys), &keys) {
-                    (Grouping::Scatter, _) => Partial::Rows(ScatteredRows::new()),
+                    // Integer keys are kept by value for the merge, which may take them
+                    // by their values' offsets into a narrow range.
+                    (Grouping::Scatter { min_groups }, BatchKeys::Int(_)) => {
+                        Partial::Pending(PendingRows::new(min_groups))
+                    }
+                    (Grouping::Scatter { .. }, _) => Partial::Rows(ScatteredRows::new()),
                     (Grouping::Pending { min_groups }, _) => {
                         Partial::Pending(PendingRows::new(min_groups))
                     }
@@ -756,24 +776,30 @@ mod tests {
     }
 
     const TABLE: fn(&BatchKeys) -> Grouping = |_| Grouping::Table { groups: 0 };
-    const SCATTER: fn(&BatchKeys) -> Grouping = |_| Grouping::Scatter;
-    /// Kept, with the first batch's distinct keys counted exactly (the lower bound a
-    /// sketch's set bits give).
-    const PENDING: fn(&BatchKeys) -> Grouping = |keys| {
+    /// Scattered (kept, for one integer key), with the first batch's distinct keys
+    /// counted exactly (the lower bound a sketch's set bits give).
+    const SCATTER: fn(&BatchKeys) -> Grouping = |keys| Grouping::Scatter {
+        min_groups: distinct_keys(keys),
+    };
+    /// Kept, with the first batch's distinct keys counted exactly.
+    const PENDING: fn(&BatchKeys) -> Grouping = |keys| Grouping::Pending {
+        min_groups: distinct_keys(keys),
+    };
+
+    fn distinct_keys(keys: &BatchKeys) -> usize {
         let distinct = |k: &RowKeys, rows: usize| -> usize {
             let keys: std::collections::HashSet<&[u8]> = (0..rows).map(|i| k.key(i)).collect();
             keys.len()
         };
         let encoded =
             |cols: &[Column]| distinct(&RowKeys::encode(cols, cols[0].len()), cols[0].len());
-        let min_groups = match keys {
+        match keys {
             BatchKeys::Int(col) => encoded(std::slice::from_ref(*col)),
             BatchKeys::Str(col) => encoded(&[Column::Utf8((*col).clone())]),
             BatchKeys::Columns(cols) => encoded(cols),
             BatchKeys::Encoded(k, hashes) => distinct(k, hashes.len()),
-        };
-        Grouping::Pending { min_groups }
-    };
+        }
+    }
 
     #[test]
     fn partitioned_merge_equals_serial_merge_bit_for_bit() {
@@ -919,7 +945,13 @@ mod tests {
                         ..sink(threads, keys)
                     };
                     let partials = partials_every(&s, &input, every, SCATTER);
-                    let scattered = partials.iter().filter(|p| p.is_scattered()).count();
+                    // One integer key's rows are kept by value, and scattered by this
+                    // merge (lanes are ruled out).
+                    let scattered = |p: &&Partial| match keys {
+                        [0] => matches!(p, Partial::Pending(r) if r.never_by_lanes()),
+                        _ => p.is_scattered(),
+                    };
+                    let scattered = partials.iter().filter(scattered).count();
                     assert_eq!(scattered, input.len().div_ceil(every));
                     let got = rows(&s.merge_partitioned(partials).unwrap());
                     if keep_order {
@@ -968,6 +1000,100 @@ mod tests {
         }
     }
 
+    /// One integer key merged by its values' offsets into array states gives the groups,
+    /// first-seen order and states of the serial merge by value (NULL keys included; float
+    /// sums to rounding: kept rows add in row order, not morsel by morsel), rows kept in
+    /// every morsel or every other one (with few groups or many), the rest in tables; the
+    /// same bit for bit at 1, 2 and 8 threads. Without first-seen order put back, the same
+    /// groups in partition order, also the same bit for bit at every thread count.
+    #[test]
+    fn dense_merge_equals_serial_merge_by_value() {
+        let mut input = morsels();
+        input.insert(4, vec![input[0][0].slice(0, 0)]);
+        let lanes_possible: fn(&BatchKeys) -> Grouping = |_| Grouping::Pending { min_groups: 1 };
+        for how in [SCATTER, PENDING, lanes_possible] {
+            for every in [1, 2] {
+                let s = sink(1, &[0]);
+                let partials = partials_every(&s, &input, every, how);
+                let layout = dense_layout_of(&partials);
+                let expect = rows(&s.merge_serial(partials).unwrap());
+                assert!(expect.len() > 300, "{} groups", expect.len());
+                let mut sorted_expect = expect.clone();
+                sorted_expect.sort();
+                let mut at_one_thread = [None, None];
+                for threads in [1, 2, 8] {
+                    for (keep_order, first) in [true, false].into_iter().zip(&mut at_one_thread) {
+                        let s = AggregateSink {
+                            keep_order,
+                            ..sink(threads, &[0])
+                        };
+                        let partials = partials_every(&s, &input, every, how);
+                        let got = rows(&s.merge_dense(partials, layout).unwrap());
+                        assert_eq!(&got, first.get_or_insert(got.clone()), "{threads} threads");
+                        if keep_order {
+                            assert_same_to_rounding(&got, &expect);
+                            continue;
+                        }
+                        assert_ne!(got, expect, "partition order is not first-seen order");
+                        let mut sorted = got.clone();
+                        sorted.sort();
+                        assert_same_to_rounding(&sorted, &sorted_expect);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The dense merge's layout over partials' key range, whatever their size.
+    fn dense_layout_of(partials: &[Partial]) -> super::super::dense_merge::Layout {
+        let (lo, hi) = super::super::int_groups::int_bounds(partials).unwrap();
+        super::super::dense_merge::Layout::over(lo, hi)
+    }
+
+    /// The merge takes the dense way where keys kept by value span a narrow range and the
+    /// partials hold enough rows (giving the serial merge's groups in its order, float sums
+    /// to rounding); keys over a wide range take the hash merge.
+    #[test]
+    fn narrow_kept_integer_keys_take_the_dense_merge() {
+        let schema = morsels()[0][0].schema().clone();
+        let mut rng = Rng(17);
+        let input = |span: u64, rng: &mut Rng| -> Vec<Vec<Batch>> {
+            (0..24)
+                .map(|_| {
+                    let n = 4000;
+                    let k: Vec<Option<i64>> = (0..n)
+                        .map(|_| (rng.below(50) > 0).then(|| rng.below(span) as i64 - 7))
+                        .collect();
+                    let x: Vec<Option<f64>> =
+                        (0..n).map(|_| Some(rng.below(1000) as f64 / 3.0)).collect();
+                    let s: Vec<Option<&str>> = (0..n).map(|_| Some("w")).collect();
+                    let columns = vec![
+                        Column::Int64(PrimitiveColumn::from_options(k)),
+                        Column::Utf8(Utf8Column::from_strs(s)),
+                        Column::Float64(PrimitiveColumn::from_options(x)),
+                    ];
+                    vec![Batch::try_new(schema.clone(), columns, n).unwrap()]
+                })
+                .collect()
+        };
+        for (span, dense) in [(60_000, true), (1 << 40, false)] {
+            let input = input(span, &mut rng);
+            let s = sink(2, &[0]);
+            let partials: Vec<Partial> = input
+                .iter()
+                .map(|m| s.consume_grouped(m, many_groups).unwrap())
+                .collect();
+            assert!(partials.iter().all(|p| matches!(p, Partial::Pending(_))));
+            assert_eq!(s.dense_layout(&partials).is_some(), dense, "{span}");
+            let got = rows(&s.finish(partials).unwrap());
+            let partials = input
+                .iter()
+                .map(|m| s.consume_grouped(m, many_groups).unwrap())
+                .collect();
+            assert_same_to_rounding(&got, &rows(&s.merge_serial(partials).unwrap()));
+        }
+    }
+
     /// Equal rows, float cells (written as bits by [`rows`]) within a relative 1e-12.
     fn assert_same_to_rounding(got: &[Vec<String>], want: &[Vec<String>]) {
         assert_eq!(got.len(), want.len());
@@ -991,7 +1117,7 @@ mod tests {
             let one = std::slice::from_ref(&col);
             let encoded = RowKeys::encode(one, col.len());
             let hashes = (0..col.len()).map(|i| hash_key(encoded.key(i))).collect();
-            let scatters = |keys: &BatchKeys| matches!(many_groups(keys), Grouping::Scatter);
+            let scatters = |keys: &BatchKeys| matches!(many_groups(keys), Grouping::Scatter { .. });
             let by_value = scatters(&BatchKeys::Int(&col));
             assert_eq!(by_value, scatters(&BatchKeys::Encoded(encoded, hashes)));
             let text: Vec<String> = (0..col.len())

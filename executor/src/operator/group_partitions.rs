@@ -232,7 +232,7 @@ enum Dealt {
 
 /// Where each of a reduced partition's groups was first seen (partial, position), and its
 /// output columns, groups in the same order.
-type ReducedPartition = (Vec<(u32, u32)>, Vec<Column>);
+pub(super) type ReducedPartition = (Vec<(u32, u32)>, Vec<Column>);
 
 /// Consecutive partials to deal together: a run of tables, one morsel's scattered rows, or
 /// one morsel's rows kept for the merge (scattered or grouped in a table when dealt).
@@ -309,6 +309,17 @@ impl AggregateSink {
         let merged = parallel_map(self.threads, by_partition, |p, pieces| {
             self.reduce_partition(p, pieces, &scattered)
         });
+        self.assemble(sizes, merged)
+    }
+
+    /// The output of a merge by partition: `merged` partitions' groups put back in
+    /// first-seen order (the partials held `sizes` positions each: a table's groups, a
+    /// morsel's rows), or, where nothing reads their order, a batch per partition.
+    pub(super) fn assemble(
+        &self,
+        sizes: Vec<usize>,
+        merged: Vec<ExecResult<ReducedPartition>>,
+    ) -> ExecResult<Vec<Batch>> {
         if !self.keep_order {
             // Partition order, a batch per partition (not copied into one): nothing reads the
             // groups' order.
@@ -328,24 +339,30 @@ impl AggregateSink {
             }
             return Ok(batches);
         }
-        // Each partial's positions get the row they land on in the concatenated partitions;
-        // reading them by partial and position gives first-seen order.
-        let mut row_of: Vec<Vec<u32>> = sizes.iter().map(|&n| vec![u32::MAX; n]).collect();
+        // Each group's row in the concatenated partitions, listed by the partial where it
+        // was first seen, with its position there; reading them by partial and position
+        // gives first-seen order (each partial's positions sorted on a worker).
+        let mut firsts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); sizes.len()];
         let mut parts = Vec::with_capacity(merged.len());
         let mut row = 0u32;
         for m in merged {
             let (first_seen, columns) = m?;
             for (i, g) in first_seen {
-                row_of[i as usize][g as usize] = row;
+                firsts[i as usize].push((g, row));
                 row += 1;
             }
             parts.push(columns);
         }
-        let order: Vec<u32> = row_of
-            .into_iter()
-            .flatten()
-            .filter(|&r| r != u32::MAX)
-            .collect();
+        let by_partial = firsts.into_iter().zip(sizes).collect();
+        let order = parallel_map(self.threads, by_partial, |_, (groups, size)| {
+            let mut row_of = vec![u32::MAX; size];
+            for (g, row) in groups {
+                row_of[g as usize] = row;
+            }
+            row_of.retain(|&r| r != u32::MAX);
+            row_of
+        })
+        .concat();
         self.concat_parts(&parts, &order)
     }
 

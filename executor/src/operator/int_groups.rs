@@ -74,6 +74,11 @@ impl IntTable {
         })
     }
 
+    /// Each group's value (by id) and the states.
+    pub fn into_parts(self) -> (Vec<Option<i64>>, Vec<Accumulator>) {
+        (self.values, self.accs)
+    }
+
     /// The same groups, ids and states as a table of encoded keys.
     pub fn into_encoded(self) -> GroupTable {
         let mut keys = KeyInterner::new();
@@ -228,21 +233,25 @@ impl AggregateSink {
     ) -> ExecResult<Vec<Batch>> {
         let groups = values.len();
         let ty = self.key_types.first().copied().unwrap_or(DataType::Int64);
-        let narrow = || PrimitiveColumn::from_options(values.iter().map(|v| v.map(|x| x as i32)));
-        let keys = match ty {
-            DataType::Int32 => Column::Int32(narrow()),
-            DataType::Date32 => Column::Date32(narrow()),
-            DataType::Int64 => Column::Int64(PrimitiveColumn::from_options(values)),
-            DataType::Timestamp => Column::Timestamp(PrimitiveColumn::from_options(values)),
-            other => {
-                return Err(ExecError::Internal(format!(
-                    "{other:?} is not an integer key"
-                )))
-            }
-        };
-        let columns = self.output_columns(vec![keys], groups, accs)?;
+        let columns = self.output_columns(vec![int_key_column(ty, values)?], groups, accs)?;
         Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
     }
+}
+
+/// The key column of type `ty` (integer-like) of groups' values.
+pub(super) fn int_key_column(ty: DataType, values: Vec<Option<i64>>) -> ExecResult<Column> {
+    let narrow = || PrimitiveColumn::from_options(values.iter().map(|v| v.map(|x| x as i32)));
+    Ok(match ty {
+        DataType::Int32 => Column::Int32(narrow()),
+        DataType::Date32 => Column::Date32(narrow()),
+        DataType::Int64 => Column::Int64(PrimitiveColumn::from_options(values)),
+        DataType::Timestamp => Column::Timestamp(PrimitiveColumn::from_options(values)),
+        other => {
+            return Err(ExecError::Internal(format!(
+                "{other:?} is not an integer key"
+            )))
+        }
+    })
 }
 
 /// A merge by value reads ids from an array when its keys span at most this many values

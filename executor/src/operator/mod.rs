@@ -5,6 +5,7 @@ pub mod accumulator;
 mod accumulator_stats;
 pub mod aggregate;
 pub mod collect;
+mod dense_merge;
 mod few_groups;
 pub mod filter;
 mod group_ids;

@@ -1,14 +1,17 @@
-//! A morsel's rows left for the merge to group: the morsel's first batch has few rows
-//! (under [`super::aggregate::MIN_SCATTER_ROWS`]: a selective filter or join upstream) and
-//! its keys are mostly distinct, so a group table of its own would hold about as many groups
-//! as rows, reduce nothing, and cost the merge as much per group as a row (TPC-H Q15: 731
-//! morsels of ~300 line items each, over the same 10K suppliers). The rows keep their
+//! A morsel's rows left for the merge to group: its keys are mostly distinct, so a group
+//! table of its own would hold about as many groups as rows, reduce nothing, and cost the
+//! merge as much per group as a row; and either the morsel's first batch has few rows
+//! (under [`super::aggregate::MIN_SCATTER_ROWS`]: a selective filter or join upstream; TPC-H
+//! Q15: 731 morsels of ~300 line items each, over the same 10K suppliers), or the key is one
+//! integer-like column (the merge may then take the rows by key offset, see
+//! [`super::dense_merge`], or else scatters them by key hash). The rows keep their
 //! evaluated keys (integer-like values as they are, other keys encoded with their hashes on
 //! the worker) and arguments. The merge folds each kept morsel into its table exactly as the
 //! morsel's own table would have been folded: the rows' groups get ids in the morsel's
 //! first-seen order, their states start fresh and are updated batch by batch as a table's
 //! (lanes included), and are then combined into the merge's. So whether a morsel's rows were
-//! kept changes the cost, never the bits of a float sum. A merge by partition scatters a
+//! kept changes the cost, never the bits of a float sum (except in the dense merge, which
+//! adds kept rows in row order). A merge by hash partition scatters a
 //! kept morsel's rows when its table would have added no batch by lanes (a lower bound of
 //! its groups, from the sketch that decided to keep it, rules lanes out), and otherwise
 //! builds the morsel's table on a worker and deals it.

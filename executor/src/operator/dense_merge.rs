@@ -1,0 +1,444 @@
+//! The merge by partition for one integer-like group key whose values span a narrow range
+//! (no more than [`DENSE_SLOTS_PER_ROW`] values per row or group the partials hold), when
+//! some morsel kept its rows by value (their keys were mostly distinct): every key is an
+//! offset into that range, partition `offset % partitions` holds it in slot
+//! `offset / partitions`, and each partition's states are arrays indexed by slot. No key is
+//! hashed, encoded or looked up in a table; a partition's arrays (about
+//! [`SLOTS_PER_PARTITION`] slots) stay in the cache, and the partitions, taking the range's
+//! values in turn, get about equal shares of rows even when a few key values are far more
+//! common (suite `skewed`).
+//!
+//! The partials are taken in morsel order, each partition on a worker: a table's states are
+//! folded into the partition's (as every merge folds them), and a kept morsel's rows,
+//! scattered by partition on the workers first, add in row order straight into the
+//! partition's states (no fresh states per morsel: that step cost as much as the rest).
+//! So the groups and their first-seen order are those of the other merges, and a float sum
+//! adds the same values in a fixed, data-determined order at any thread count, though not
+//! grouped morsel by morsel as the other merges group them (it can round differently).
+
+use morsel_storage::{Column, DataType};
+
+use super::accumulator::Accumulator;
+use super::aggregate::{merge_accs, AggregateSink, Partial};
+use super::group_partitions::ReducedPartition;
+use super::int_groups::{int_bounds, int_key_column, IntTable};
+use super::keys::for_each_int;
+use super::pending_rows::PendingRows;
+use crate::error::{ExecError, ExecResult};
+use crate::scheduler::parallel_map;
+
+/// The dense merge runs when the key range (with a value for NULL) has at most this many
+/// values per row or group held by the partials: the arrays then hold little more than the
+/// hash merge's tables would.
+const DENSE_SLOTS_PER_ROW: u64 = 4;
+
+/// The dense merge runs when the partials hold at least this many rows and groups in all
+/// (below, the serial merge by value is as fast).
+const DENSE_MIN_ROWS: usize = 1 << 16;
+
+/// A partition holds about this many slots (its arrays stay in the second-level cache)...
+const SLOTS_PER_PARTITION: u64 = 8192;
+
+/// ...with at least this many partitions (so that the workers share them out evenly) and at
+/// most this many (each morsel's rows are dealt to all of them). A constant of the key
+/// range, never of the workers: partition order is an output order.
+const MIN_PARTITIONS: u64 = 8;
+const MAX_PARTITIONS: u64 = 256;
+
+/// Where each key value lives: its offset from the smallest key (NULL: the last offset),
+/// partition `offset % partitions`, slot `offset / partitions`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Layout {
+    lo: i64,
+    /// Offsets in all: the range's values and one for NULL (at most `u32::MAX`).
+    values: u64,
+    /// log2 of the partition count.
+    bits: u32,
+}
+
+impl Layout {
+    /// Keys from `lo` to `hi`, and NULL (at most `u32::MAX` offsets in all).
+    pub(super) fn over(lo: i64, hi: i64) -> Self {
+        let values = (hi as i128 - lo as i128 + 2) as u64;
+        let parts = values
+            .div_ceil(SLOTS_PER_PARTITION)
+            .next_power_of_two()
+            .clamp(MIN_PARTITIONS, MAX_PARTITIONS);
+        Layout {
+            lo,
+            values,
+            bits: parts.trailing_zeros(),
+        }
+    }
+
+    /// What EXPLAIN ANALYZE says of the merge.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "merged by key offset: {} key values from {} (and NULL) in {} partitions of \
+             array states, no hashing",
+            self.values - 1,
+            self.lo,
+            self.partitions()
+        )
+    }
+
+    fn partitions(&self) -> usize {
+        1 << self.bits
+    }
+
+    fn offset(&self, v: Option<i64>) -> u32 {
+        match v {
+            Some(x) => x.wrapping_sub(self.lo) as u32,
+            None => (self.values - 1) as u32,
+        }
+    }
+
+    /// The partition and slot of an offset.
+    fn place(&self, offset: u32) -> (usize, u32) {
+        (
+            (offset & ((1 << self.bits) - 1)) as usize,
+            offset >> self.bits,
+        )
+    }
+
+    /// Slots of partition `p`: the offsets below `values` that leave `p` modulo the
+    /// partition count.
+    fn slots(&self, p: usize) -> usize {
+        (self.values.saturating_sub(p as u64)).div_ceil(1 << self.bits) as usize
+    }
+
+    /// The key value of partition `p`'s slot.
+    fn value(&self, p: usize, slot: u32) -> Option<i64> {
+        let offset = ((slot as u64) << self.bits) + p as u64;
+        (offset != self.values - 1).then(|| self.lo.wrapping_add(offset as i64))
+    }
+}
+
+/// One batch of a kept morsel, its rows ordered by partition.
+struct DenseBatch {
+    /// The batch's first row within the morsel.
+    base: u32,
+    /// Partition p's rows are at `starts[p]..starts[p + 1]` of `order`, `slots` and `args`.
+    starts: Vec<u32>,
+    /// Row numbers within the batch, in row order within each partition.
+    order: Vec<u32>,
+    /// Each row's slot in its partition.
+    slots: Vec<u32>,
+    /// Each aggregate's argument gathered in `order` (`None` for `count(*)`).
+    args: Vec<Option<Column>>,
+}
+
+/// A kept morsel's rows by partition.
+struct DenseRows(Vec<DenseBatch>);
+
+impl DenseRows {
+    fn scatter(layout: Layout, pending: PendingRows) -> ExecResult<Self> {
+        let mut batches = Vec::new();
+        let mut base = 0u32;
+        pending.drain(|keys, args| {
+            let super::aggregate::BatchKeys::Int(col) = keys else {
+                return Err(ExecError::Internal(
+                    "a dense merge over keys not held by value".into(),
+                ));
+            };
+            let parts = layout.partitions();
+            let mut offsets = Vec::with_capacity(col.len());
+            for_each_int(col, |_, v| offsets.push(layout.offset(v)));
+            let mut starts = vec![0u32; parts + 1];
+            for &o in &offsets {
+                starts[layout.place(o).0 + 1] += 1;
+            }
+            for p in 0..parts {
+                starts[p + 1] += starts[p];
+            }
+            let mut next = starts.clone();
+            let mut order = vec![0u32; offsets.len()];
+            let mut slots = vec![0u32; offsets.len()];
+            for (i, &o) in offsets.iter().enumerate() {
+                let (p, slot) = layout.place(o);
+                let at = next[p] as usize;
+                order[at] = i as u32;
+                slots[at] = slot;
+                next[p] += 1;
+            }
+            let args = args
+                .iter()
+                .map(|a| a.as_ref().map(|c| c.take(&order)))
+                .collect();
+            batches.push(DenseBatch {
+                base,
+                starts,
+                order,
+                slots,
+                args,
+            });
+            base = base
+                .checked_add(col.len() as u32)
+                .ok_or_else(|| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
+            Ok(())
+        })?;
+        Ok(DenseRows(batches))
+    }
+
+    fn rows_in(&self, p: usize) -> usize {
+        self.0
+            .iter()
+            .map(|b| (b.starts[p + 1] - b.starts[p]) as usize)
+            .sum()
+    }
+}
+
+/// One partition's share of a run of tables: where each group came from (partial, id), its
+/// slot, and its states, in morsel order.
+struct DenseGroups {
+    from: Vec<(u32, u32)>,
+    slots: Vec<u32>,
+    accs: Vec<Accumulator>,
+}
+
+/// What a partition receives from one partial or run of partials.
+enum DensePiece {
+    Groups(DenseGroups),
+    /// The `rows`th scattered morsel, partial number `morsel` (held once by the merge and
+    /// lent to the partitions).
+    Rows {
+        morsel: u32,
+        rows: usize,
+    },
+}
+
+/// A partial or run of partials once dealt.
+enum Dealt {
+    Groups(Vec<DenseGroups>),
+    Rows(u32, DenseRows),
+}
+
+/// Consecutive partials dealt together: a run of tables, or one morsel's kept rows.
+enum Unit {
+    /// Tables, each with its partial's number.
+    Tables(Vec<(u32, IntTable)>),
+    Kept(u32, PendingRows),
+}
+
+/// Tables dealt at a time by one task (so that a partition receives one piece per run).
+const TABLES_PER_PIECE: usize = 16;
+
+impl AggregateSink {
+    /// The layout of the dense merge, when it applies to `partials`: every partial holds
+    /// one integer-like key by value, some morsel kept its rows, the partials hold at least
+    /// [`DENSE_MIN_ROWS`] rows and groups, and the keys span at most
+    /// [`DENSE_SLOTS_PER_ROW`] values for each.
+    pub(super) fn dense_layout(&self, partials: &[Partial]) -> Option<Layout> {
+        let kept = partials
+            .iter()
+            .any(|p| matches!(p, Partial::Pending(r) if r.int_type().is_some()));
+        let held: usize = partials.iter().map(Partial::table_groups).sum();
+        if !kept || held < DENSE_MIN_ROWS {
+            return None;
+        }
+        let (lo, hi) = int_bounds(partials)?;
+        let values = hi as i128 - lo as i128 + 2;
+        let most = (DENSE_SLOTS_PER_ROW as i128 * held as i128).min(u32::MAX as i128);
+        (values <= most).then(|| Layout::over(lo, hi))
+    }
+
+    /// Merges by partition of key offset with array states (see the module docs).
+    pub(super) fn merge_dense(
+        &self,
+        partials: Vec<Partial>,
+        layout: Layout,
+    ) -> ExecResult<Vec<morsel_storage::Batch>> {
+        let ty = self.key_types.first().copied().unwrap_or(DataType::Int64);
+        let mut sizes = Vec::with_capacity(partials.len());
+        let mut units: Vec<Unit> = Vec::new();
+        for (i, p) in partials.into_iter().enumerate() {
+            let i = i as u32;
+            sizes.push(p.table_groups());
+            match p {
+                Partial::Ints(t) => match units.last_mut() {
+                    Some(Unit::Tables(run)) if run.len() < TABLES_PER_PIECE => run.push((i, t)),
+                    _ => units.push(Unit::Tables(vec![(i, t)])),
+                },
+                Partial::Pending(r) => units.push(Unit::Kept(i, r)),
+                // A morsel without rows.
+                Partial::Table(t) if t.keys.is_empty() => {}
+                Partial::Table(_) | Partial::Rows(_) => {
+                    return Err(ExecError::Internal(
+                        "a dense merge received keys not held by value".into(),
+                    ))
+                }
+            }
+        }
+        let dealt = parallel_map(self.threads, units, |_, unit| {
+            Ok::<_, ExecError>(match unit {
+                Unit::Tables(run) => Dealt::Groups(self.deal_dense(layout, run)?),
+                Unit::Kept(morsel, kept) => Dealt::Rows(morsel, DenseRows::scatter(layout, kept)?),
+            })
+        });
+        let mut by_partition: Vec<Vec<DensePiece>> =
+            (0..layout.partitions()).map(|_| Vec::new()).collect();
+        let mut scattered = Vec::new();
+        for unit in dealt {
+            match unit? {
+                Dealt::Groups(pieces) => {
+                    for (part, piece) in by_partition.iter_mut().zip(pieces) {
+                        part.push(DensePiece::Groups(piece));
+                    }
+                }
+                Dealt::Rows(morsel, rows) => {
+                    let piece = || DensePiece::Rows {
+                        morsel,
+                        rows: scattered.len(),
+                    };
+                    by_partition.iter_mut().for_each(|part| part.push(piece()));
+                    scattered.push(rows);
+                }
+            }
+        }
+        let merged = parallel_map(self.threads, by_partition, |p, pieces| {
+            self.reduce_dense(layout, ty, p, pieces, &scattered)
+        });
+        self.assemble(sizes, merged)
+    }
+
+    /// Deals the groups of a run of tables (each with its partial's number) into
+    /// partitions by their keys' offsets, moving their states.
+    fn deal_dense(
+        &self,
+        layout: Layout,
+        run: Vec<(u32, IntTable)>,
+    ) -> ExecResult<Vec<DenseGroups>> {
+        let mut pieces = (0..layout.partitions())
+            .map(|_| {
+                Ok(DenseGroups {
+                    from: Vec::new(),
+                    slots: Vec::new(),
+                    accs: self.new_accs()?,
+                })
+            })
+            .collect::<ExecResult<Vec<DenseGroups>>>()?;
+        let mut ids: Vec<Vec<u32>> = vec![Vec::new(); layout.partitions()];
+        for (i, t) in run {
+            let (values, mut accs) = t.into_parts();
+            ids.iter_mut().for_each(Vec::clear);
+            for (g, &v) in values.iter().enumerate() {
+                let (p, slot) = layout.place(layout.offset(v));
+                ids[p].push(g as u32);
+                pieces[p].slots.push(slot);
+                pieces[p].from.push((i, g as u32));
+            }
+            for (piece, ids) in pieces.iter_mut().zip(&ids) {
+                for (acc, into) in accs.iter_mut().zip(&mut piece.accs) {
+                    acc.move_groups(ids, into)?;
+                }
+            }
+        }
+        Ok(pieces)
+    }
+
+    /// Reduces partition `p`'s pieces in morsel order into array states by slot: its
+    /// groups' output columns, and where each was first seen (partial, position), in the
+    /// same order (by slot).
+    fn reduce_dense(
+        &self,
+        layout: Layout,
+        ty: DataType,
+        p: usize,
+        pieces: Vec<DensePiece>,
+        scattered: &[DenseRows],
+    ) -> ExecResult<ReducedPartition> {
+        let slots = layout.slots(p);
+        let mut accs = self.new_accs()?;
+        accs.iter_mut().for_each(|a| a.resize(slots));
+        // By slot: where its group was first seen, partial and position packed (`u64::MAX`:
+        // not seen).
+        let mut first = vec![u64::MAX; slots];
+        let mut see = |slot: u32, (partial, position): (u32, u32)| {
+            let f = &mut first[slot as usize];
+            if *f == u64::MAX {
+                *f = (partial as u64) << 32 | position as u64;
+            }
+        };
+        for piece in pieces {
+            match piece {
+                DensePiece::Groups(g) => {
+                    for (&slot, &from) in g.slots.iter().zip(&g.from) {
+                        see(slot, from);
+                    }
+                    merge_accs(&mut accs, g.accs, slots, &g.slots)?;
+                }
+                DensePiece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
+                DensePiece::Rows { morsel, rows } => {
+                    // The rows add straight into the partition's states, in row order.
+                    for b in &scattered[rows].0 {
+                        let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
+                        let batch_slots = &b.slots[start..end];
+                        for (&slot, &row) in batch_slots.iter().zip(&b.order[start..end]) {
+                            see(slot, (morsel, b.base + row));
+                        }
+                        for (acc, arg) in accs.iter_mut().zip(&b.args) {
+                            let arg = arg.as_ref().map(|c| c.slice(start, end - start));
+                            acc.update(batch_slots, arg.as_ref())?;
+                        }
+                    }
+                }
+            }
+        }
+        let seen: Vec<u32> = (0..slots as u32)
+            .filter(|&s| first[s as usize] != u64::MAX)
+            .collect();
+        let first_seen = seen
+            .iter()
+            .map(|&s| {
+                let f = first[s as usize];
+                ((f >> 32) as u32, f as u32)
+            })
+            .collect();
+        let keys = int_key_column(ty, seen.iter().map(|&s| layout.value(p, s)).collect())?;
+        let mut columns = vec![keys];
+        for acc in accs {
+            columns.push(acc.finish()?.take(&seen));
+        }
+        if columns.len() != self.schema.len() {
+            return Err(ExecError::Internal(
+                "aggregate output does not match its schema".into(),
+            ));
+        }
+        Ok((first_seen, columns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value of a range, and NULL, lands in one slot of one partition, each slot
+    /// gives its value back, and the partitions' slots add up to the range.
+    #[test]
+    fn layout_places_every_value_once() {
+        let cases = [
+            (-5i64, 2u64),
+            (0, 1),
+            (7, 64),
+            (-100, 65),
+            (i64::MAX - 3, 5),
+            (3, 100_003),
+            (-1 << 40, 3_000_000),
+        ];
+        for (lo, values) in cases {
+            let layout = Layout::over(lo, lo.wrapping_add(values as i64 - 2));
+            let mut seen = std::collections::HashSet::new();
+            let keys = (0..values - 1)
+                .map(|o| Some(lo.wrapping_add(o as i64)))
+                .chain([None]);
+            for v in keys {
+                let (p, slot) = layout.place(layout.offset(v));
+                assert!((slot as usize) < layout.slots(p), "{lo} {values} {v:?}");
+                assert_eq!(layout.value(p, slot), v);
+                assert!(seen.insert((p, slot)));
+            }
+            let total: usize = (0..layout.partitions()).map(|p| layout.slots(p)).sum();
+            assert_eq!(total as u64, values);
+        }
+    }
+}
