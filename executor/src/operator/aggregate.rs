@@ -160,8 +160,10 @@ impl GroupTable {
             _ => 0,
         };
         self.keys.reserve(groups, bytes);
-        if let BatchKeys::Int(_) = keys {
-            self.ints.reserve(groups);
+        match keys {
+            BatchKeys::Int(_) => self.ints.reserve(groups),
+            BatchKeys::Str(_) => self.strs.reserve(groups),
+            _ => {}
         }
     }
 
@@ -1174,6 +1176,18 @@ mod tests {
             .iter()
             .map(|v| v.map(|x| "ab".repeat(x.unsigned_abs() as usize % 7) + &x.to_string()))
             .collect();
+        // Short and long strings, a third of them ending in a NUL byte (the same string
+        // without it must have another word), the last one short and seen before (its
+        // word read byte by byte at the buffer's end must be the one read at once before).
+        let mut text: Vec<Option<String>> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                w.as_ref()
+                    .map(|w| w.clone() + ["\0", ""][usize::from(i % 3 != 0)])
+            })
+            .collect();
+        text.push(text.iter().flatten().find(|w| w.len() == 4).cloned());
         // Integers in a small range read through an array per batch, spread ones hashed.
         let columns = [
             Column::Int64(PrimitiveColumn::from_options(values.iter().copied())),
@@ -1183,12 +1197,25 @@ mod tests {
             Column::Date32(PrimitiveColumn::from_options(
                 values.iter().map(|v| v.map(|x| x as i32)),
             )),
-            Column::Utf8(Utf8Column::from_strs(words.iter().map(|w| w.as_deref()))),
+            Column::Utf8(Utf8Column::from_strs(text.iter().map(|w| w.as_deref()))),
         ];
         for col in &columns {
             let mut by_value = KeyInterner::new();
             let ids = match col {
-                Column::Utf8(s) => StrIds::default().ids(s, &mut by_value),
+                Column::Utf8(s) => {
+                    let mut strs = StrIds::default();
+                    let ids = strs.ids(s, &mut by_value);
+                    // One entry per distinct string under eight bytes, whatever follows it
+                    // in the column's buffer.
+                    let short: std::collections::HashSet<&str> = text
+                        .iter()
+                        .flatten()
+                        .map(|w| w.as_str())
+                        .filter(|w| w.len() < 8)
+                        .collect();
+                    assert_eq!(strs.short_strings(), short.len());
+                    ids
+                }
                 _ => IntIds::default().ids(col, |v| intern_int(&mut by_value, v, col.data_type())),
             };
             assert_same_groups(&ids, &by_value, std::slice::from_ref(col));

@@ -26,15 +26,37 @@ pub(super) const STR_HASHER: FixedState = FixedState::with_seed(0x7374_7269_6e67
 /// the partial's interned ids: a row is looked up without encoding its key.
 #[derive(Default)]
 pub struct StrIds {
+    /// Strings of eight bytes or more, by their bytes (compared with the interned key's).
     table: HashTable<u32>,
+    /// Strings under eight bytes, by the word of their bytes and length ([`short_word`]),
+    /// held beside the id: found with one comparison of words.
+    short: HashTable<(u64, u32)>,
     null: Option<u32>,
 }
 
+/// Mixes a short string's word into a hash (a multiplication folded to 64 bits).
+fn word_hash(word: u64) -> u64 {
+    let m = u128::from(word) * 0x9E37_79B9_7F4A_7C15;
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
 impl StrIds {
+    /// Makes room for `groups` strings.
+    pub(super) fn reserve(&mut self, groups: usize) {
+        self.short.reserve(groups, |&(w, _)| word_hash(w));
+    }
+
+    /// Distinct strings under eight bytes seen.
+    #[cfg(test)]
+    pub(super) fn short_strings(&self) -> usize {
+        self.short.len()
+    }
+
     /// Every row's group id, interning each new string's encoded key in `keys`.
     pub(super) fn ids(&mut self, col: &Utf8Column, keys: &mut KeyInterner) -> Vec<u32> {
         let mut ids = Vec::with_capacity(col.len());
         let mut encoded = Vec::new();
+        let (offsets, data) = (col.offsets(), col.data());
         for i in 0..col.len() {
             if !col.is_valid(i) {
                 let id = *self.null.get_or_insert_with(|| {
@@ -44,7 +66,33 @@ impl StrIds {
                 ids.push(id);
                 continue;
             }
-            let bytes = col.value_bytes(i);
+            let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+            let bytes = &data[start..end];
+            if bytes.len() < 8 {
+                // The word read at once where eight bytes lie in the buffer, its bytes past
+                // the string's masked off.
+                let word = match data.get(start..start + 8) {
+                    Some(eight) => {
+                        let w = u64::from_le_bytes(eight.try_into().expect("eight bytes"));
+                        let len = bytes.len() as u64;
+                        (w & ((1u64 << (8 * len)) - 1)) | len << 56
+                    }
+                    None => short_word(bytes),
+                };
+                let hash = word_hash(word);
+                let id = match self.short.find(hash, |&(w, _)| w == word) {
+                    Some(&(_, id)) => id,
+                    None => {
+                        encode_str(Some(bytes), &mut encoded);
+                        let id = keys.intern(&encoded, hash_key(&encoded)).0;
+                        self.short
+                            .insert_unique(hash, (word, id), |&(w, _)| word_hash(w));
+                        id
+                    }
+                };
+                ids.push(id);
+                continue;
+            }
             let hash = STR_HASHER.hash_one(bytes);
             let found = self.table.find(hash, |&id| {
                 bytes_eq(str_of_key(keys.key(id as usize)), bytes)
