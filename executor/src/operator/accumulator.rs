@@ -122,6 +122,24 @@ fn better(min: bool, a: &ScalarValue, b: &ScalarValue) -> bool {
 }
 
 impl Accumulator {
+    /// Whether adding one row straight into a group's state gives the bits of adding it to
+    /// a fresh state and merging that in, so that a group's only row in a morsel may skip
+    /// the fresh state: counts, sums and averages (a float sum's state starts at 0.0 and so
+    /// is never -0.0, and adding `0.0 + x` to anything else adds `x`), MIN and MAX. Not
+    /// variances (Welford's update and Chan et al.'s merge round differently), nor the
+    /// states that hold values.
+    pub fn one_row_folds_exactly(&self) -> bool {
+        matches!(
+            self,
+            Accumulator::Count(_)
+                | Accumulator::SumInt { .. }
+                | Accumulator::SumFloat { .. }
+                | Accumulator::AvgInt { .. }
+                | Accumulator::AvgFloat { .. }
+                | Accumulator::Extreme { .. }
+        )
+    }
+
     /// Memory held by the per-group states (vector capacities plus the heap data of
     /// strings and value lists).
     pub fn heap_bytes(&self) -> usize {
@@ -650,5 +668,107 @@ fn each_valid<T: NativeType>(groups: &[u32], x: &PrimitiveColumn<T>, mut f: impl
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// For every state that says so, one row added straight into a group's state (after
+    /// other rows, in every order) gives the bits of that row added to a fresh state merged
+    /// in: signed zeros, NaN, infinities, integer overflow, NULLs and text included.
+    #[test]
+    fn one_row_folds_exactly_where_it_says_so() {
+        let floats = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.25,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e308,
+        ];
+        let f = |v: &[Option<f64>]| Column::Float64(PrimitiveColumn::from_options(v.to_vec()));
+        let i = |v: &[Option<i64>]| Column::Int64(PrimitiveColumn::from_options(v.to_vec()));
+        let mut cases: Vec<(AggFunc, DataType, Vec<Column>)> = Vec::new();
+        for func in [
+            AggFunc::Sum,
+            AggFunc::Avg,
+            AggFunc::Min,
+            AggFunc::Max,
+            AggFunc::Count,
+        ] {
+            let mut cols = Vec::new();
+            for &a in &floats {
+                for &b in &floats {
+                    cols.push(f(&[Some(a), None, Some(b)]));
+                }
+            }
+            cases.push((func, DataType::Float64, cols));
+            let ints = [0, -1, 7, i64::MAX, i64::MIN];
+            let cols = ints
+                .iter()
+                .flat_map(|&a| {
+                    ints.iter().flat_map(move |&b| {
+                        [i(&[Some(a), None, Some(b)]), i(&[Some(a), Some(b), None])]
+                    })
+                })
+                .collect();
+            cases.push((func, DataType::Int64, cols));
+        }
+        let texts = ["b", "a", ""]
+            .map(|t| Column::Utf8(morsel_storage::Utf8Column::from_strs([Some(t), None])));
+        cases.push((AggFunc::Min, DataType::Utf8, texts.to_vec()));
+        cases.push((AggFunc::Max, DataType::Utf8, texts.to_vec()));
+        for (func, ty, cols) in cases {
+            let new = || Accumulator::new(func, ty, false, None).unwrap();
+            assert!(new().one_row_folds_exactly(), "{func:?}");
+            for col in &cols {
+                let n = col.len();
+                // All but the last row, then the last row one way or the other.
+                let prefix = col.slice(0, n - 1);
+                let last = col.slice(n - 1, 1);
+                let mut straight = new();
+                straight.resize(1);
+                let mut folded = new();
+                folded.resize(1);
+                let rows = vec![0u32; n - 1];
+                if straight.update(&rows, Some(&prefix)).is_err() {
+                    // The rows before overflow already.
+                    continue;
+                }
+                folded.update(&rows, Some(&prefix)).unwrap();
+                let a = straight.update(&[0], Some(&last));
+                let mut fresh = new();
+                fresh.resize(1);
+                let b = fresh
+                    .update(&[0], Some(&last))
+                    .and_then(|()| folded.merge(fresh, &[0]));
+                assert_eq!(a.is_err(), b.is_err(), "{func:?} {col:?}");
+                if a.is_ok() {
+                    let bits = |c: Column| {
+                        format!(
+                            "{:?}",
+                            (0..c.len())
+                                .map(|r| match c.scalar_at(r) {
+                                    ScalarValue::Float64(x) => format!("{:x}", x.to_bits()),
+                                    v => format!("{v:?}"),
+                                })
+                                .collect::<Vec<_>>()
+                        )
+                    };
+                    assert_eq!(
+                        bits(straight.finish().unwrap()),
+                        bits(folded.finish().unwrap()),
+                        "{func:?} {col:?}"
+                    );
+                }
+            }
+        }
+        // Variances do not fold exactly.
+        let moments = Accumulator::new(AggFunc::StddevSamp, DataType::Float64, false, None);
+        assert!(!moments.unwrap().one_row_folds_exactly());
     }
 }

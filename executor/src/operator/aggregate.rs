@@ -14,10 +14,8 @@
 //! of workers. When the partials hold many groups, or any morsel was scattered, the merge is
 //! split by key hash and runs on the workers; it combines every group's states in the same
 //! order as the serial merge, so the two give the same bits. One integer key over a narrow
-//! range with rows kept is merged by key offset into arrays instead ([`super::dense_merge`]):
-//! there kept rows add in row order straight into their group's states, so a float sum can
-//! round differently from the other merges (the choice, like the order, depends on the data
-//! only).
+//! range with rows kept is merged by key offset into arrays instead ([`super::dense_merge`]),
+//! again combining every group's states in that order.
 
 use std::hash::BuildHasher;
 
@@ -724,6 +722,18 @@ mod tests {
         }
     }
 
+    type SinkOf = fn(usize, &[usize]) -> AggregateSink;
+
+    /// [`sink`] with its first four aggregates only (count(*), sum, avg, min: states that
+    /// take a group's one row as exactly as they fold it).
+    fn simple_sink(threads: usize, keys: &[usize]) -> AggregateSink {
+        let mut s = sink(threads, keys);
+        s.aggs.truncate(4);
+        let fields = s.schema.fields[..keys.len() + 4].to_vec();
+        s.schema = Arc::new(Schema::new(fields));
+        s
+    }
+
     /// Morsels of (k Int64, s Utf8, x Float64) rows, with NULLs and repeated keys, each in
     /// two batches.
     fn morsels() -> Vec<Vec<Batch>> {
@@ -1002,20 +1012,31 @@ mod tests {
         }
     }
 
-    /// One integer key merged by its values' offsets into array states gives the groups,
-    /// first-seen order and states of the serial merge by value (NULL keys included; float
-    /// sums to rounding: kept rows add in row order, not morsel by morsel), rows kept in
-    /// every morsel or every other one (with few groups or many), the rest in tables; the
-    /// same bit for bit at 1, 2 and 8 threads. Without first-seen order put back, the same
-    /// groups in partition order, also the same bit for bit at every thread count.
+    /// One integer key merged by its values' offsets into array states gives what the
+    /// serial merge by value gives, bit for bit (groups, first-seen order, every state, NULL
+    /// keys), rows kept in every morsel or every other one (keys repeated in a morsel or
+    /// not, batches with few groups or many), the rest in tables, with aggregates whose
+    /// states take a group's only row straight in (sums, counts, averages, MIN) and with
+    /// every other kind, at 1, 2 and 8 threads. Without first-seen order put back, the same
+    /// groups in partition order, the same at every thread count.
     #[test]
-    fn dense_merge_equals_serial_merge_by_value() {
+    fn dense_merge_equals_serial_merge_by_value_bit_for_bit() {
         let mut input = morsels();
         input.insert(4, vec![input[0][0].slice(0, 0)]);
         let lanes_possible: fn(&BatchKeys) -> Grouping = |_| Grouping::Pending { min_groups: 1 };
-        for how in [SCATTER, PENDING, lanes_possible] {
+        let one_row_straight = |s: &AggregateSink| {
+            let accs = s.new_accs().unwrap();
+            accs.iter().all(Accumulator::one_row_folds_exactly)
+        };
+        assert!(!one_row_straight(&sink(1, &[0])));
+        assert!(one_row_straight(&simple_sink(1, &[0])));
+        let ways = [SCATTER, PENDING, lanes_possible];
+        for (how, make) in ways
+            .into_iter()
+            .flat_map(|h| [(h, sink as SinkOf), (h, simple_sink)])
+        {
             for every in [1, 2] {
-                let s = sink(1, &[0]);
+                let s = make(1, &[0]);
                 let partials = partials_every(&s, &input, every, how);
                 let layout = dense_layout_of(&partials);
                 let expect = rows(&s.merge_serial(partials).unwrap());
@@ -1027,19 +1048,19 @@ mod tests {
                     for (keep_order, first) in [true, false].into_iter().zip(&mut at_one_thread) {
                         let s = AggregateSink {
                             keep_order,
-                            ..sink(threads, &[0])
+                            ..make(threads, &[0])
                         };
                         let partials = partials_every(&s, &input, every, how);
                         let got = rows(&s.merge_dense(partials, layout).unwrap());
                         assert_eq!(&got, first.get_or_insert(got.clone()), "{threads} threads");
                         if keep_order {
-                            assert_same_to_rounding(&got, &expect);
+                            assert_eq!(got, expect, "every {every}, {threads} threads");
                             continue;
                         }
                         assert_ne!(got, expect, "partition order is not first-seen order");
                         let mut sorted = got.clone();
                         sorted.sort();
-                        assert_same_to_rounding(&sorted, &sorted_expect);
+                        assert_eq!(sorted, sorted_expect);
                     }
                 }
             }
@@ -1053,8 +1074,8 @@ mod tests {
     }
 
     /// The merge takes the dense way where keys kept by value span a narrow range and the
-    /// partials hold enough rows (giving the serial merge's groups in its order, float sums
-    /// to rounding); keys over a wide range take the hash merge.
+    /// partials hold enough rows, and gives the serial merge's bits; keys over a wide range
+    /// take the hash merge.
     #[test]
     fn narrow_kept_integer_keys_take_the_dense_merge() {
         let schema = morsels()[0][0].schema().clone();
@@ -1092,7 +1113,7 @@ mod tests {
                 .iter()
                 .map(|m| s.consume_grouped(m, many_groups).unwrap())
                 .collect();
-            assert_same_to_rounding(&got, &rows(&s.merge_serial(partials).unwrap()));
+            assert_eq!(got, rows(&s.merge_serial(partials).unwrap()), "{span}");
         }
     }
 

@@ -8,13 +8,16 @@
 //! values in turn, get about equal shares of rows even when a few key values are far more
 //! common (suite `skewed`).
 //!
-//! The partials are taken in morsel order, each partition on a worker: a table's states are
-//! folded into the partition's (as every merge folds them), and a kept morsel's rows,
-//! scattered by partition on the workers first, add in row order straight into the
-//! partition's states (no fresh states per morsel: that step cost as much as the rest).
-//! So the groups and their first-seen order are those of the other merges, and a float sum
-//! adds the same values in a fixed, data-determined order at any thread count, though not
-//! grouped morsel by morsel as the other merges group them (it can round differently).
+//! The partials are the ones the hash merge takes (tables of integer keys held by value,
+//! rows kept for the merge), taken in morsel order, each partition on a worker, and they
+//! combine exactly as there: a table's states are folded into the partition's; a kept
+//! morsel's rows, scattered by partition on the workers first, reduce into fresh states in
+//! row order, which are then folded in. So the groups, their first-seen order and every
+//! float sum's bits are those of the other merges. The scatter puts first the rows whose
+//! key no other row of the morsel has (most, when keys are mostly distinct): where every
+//! aggregate's state takes one row as exactly as it folds a fresh state holding it (sums,
+//! counts, averages, MIN, MAX), those rows add straight into the partition's states, which
+//! costs half as much as the fresh states.
 
 use morsel_storage::{Column, DataType};
 
@@ -23,7 +26,7 @@ use super::aggregate::{merge_accs, AggregateSink, Partial};
 use super::group_partitions::ReducedPartition;
 use super::int_groups::{int_bounds, int_key_column, IntTable};
 use super::keys::for_each_int;
-use super::pending_rows::PendingRows;
+use super::pending_rows::{LocalIds, PendingRows};
 use crate::error::{ExecError, ExecResult};
 use crate::scheduler::parallel_map;
 
@@ -118,9 +121,12 @@ impl Layout {
 struct DenseBatch {
     /// The batch's first row within the morsel.
     base: u32,
-    /// Partition p's rows are at `starts[p]..starts[p + 1]` of `order`, `slots` and `args`.
+    /// Partition p's rows are at `starts[p]..starts[p + 1]` of `order`, `slots` and `args`:
+    /// first those whose key no other row of the morsel has (to `singles[p]`), then the
+    /// others, each in row order.
     starts: Vec<u32>,
-    /// Row numbers within the batch, in row order within each partition.
+    singles: Vec<u32>,
+    /// Row numbers within the batch.
     order: Vec<u32>,
     /// Each row's slot in its partition.
     slots: Vec<u32>,
@@ -132,8 +138,13 @@ struct DenseBatch {
 struct DenseRows(Vec<DenseBatch>);
 
 impl DenseRows {
-    fn scatter(layout: Layout, pending: PendingRows) -> ExecResult<Self> {
+    /// Orders the morsel's rows by partition, each partition's rows split into those whose
+    /// key is the only row of its group in the morsel and the rest, when `split` (else all
+    /// count as the rest).
+    fn scatter(layout: Layout, pending: PendingRows, split: bool) -> ExecResult<Self> {
+        let parts = layout.partitions();
         let mut batches = Vec::new();
+        let mut args_of = Vec::new();
         let mut base = 0u32;
         pending.drain(|keys, args| {
             let super::aggregate::BatchKeys::Int(col) = keys else {
@@ -141,7 +152,6 @@ impl DenseRows {
                     "a dense merge over keys not held by value".into(),
                 ));
             };
-            let parts = layout.partitions();
             let mut offsets = Vec::with_capacity(col.len());
             for_each_int(col, |_, v| offsets.push(layout.offset(v)));
             let mut starts = vec![0u32; parts + 1];
@@ -161,22 +171,29 @@ impl DenseRows {
                 slots[at] = slot;
                 next[p] += 1;
             }
-            let args = args
-                .iter()
-                .map(|a| a.as_ref().map(|c| c.take(&order)))
-                .collect();
             batches.push(DenseBatch {
                 base,
+                singles: starts[..parts].to_vec(),
                 starts,
                 order,
                 slots,
-                args,
+                args: Vec::new(),
             });
+            args_of.push(args.to_vec());
             base = base
                 .checked_add(col.len() as u32)
                 .ok_or_else(|| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
             Ok(())
         })?;
+        if split {
+            split_singles(layout, &mut batches);
+        }
+        for (b, args) in batches.iter_mut().zip(args_of) {
+            b.args = args
+                .iter()
+                .map(|a| a.as_ref().map(|c| c.take(&b.order)))
+                .collect();
+        }
         Ok(DenseRows(batches))
     }
 
@@ -185,6 +202,58 @@ impl DenseRows {
             .iter()
             .map(|b| (b.starts[p + 1] - b.starts[p]) as usize)
             .sum()
+    }
+}
+
+/// Puts each partition's rows whose slot no other row of the morsel has first (keeping row
+/// order on both sides), and records where they end.
+fn split_singles(layout: Layout, batches: &mut [DenseBatch]) {
+    // Per slot of the partition at hand: the partition's tag (its number plus one) and the
+    // rows seen with the slot, up to two.
+    // (Branch-free loops: whether a key repeats is as good as random.)
+    let mut tag = vec![0u32; layout.slots(0)];
+    let mut count = vec![0u8; layout.slots(0)];
+    // Each batch's rows and slots in their new order (singles of a partition from the front
+    // of its run, the rest from the back).
+    let mut sorted: Vec<(Vec<u32>, Vec<u32>)> = batches
+        .iter()
+        .map(|b| (vec![0u32; b.order.len()], vec![0u32; b.order.len()]))
+        .collect();
+    for p in 0..layout.partitions() {
+        let t = p as u32 + 1;
+        for b in batches.iter() {
+            for &slot in &b.slots[b.starts[p] as usize..b.starts[p + 1] as usize] {
+                let s = slot as usize;
+                let fresh = tag[s] != t;
+                tag[s] = t;
+                count[s] = if fresh { 1 } else { count[s].saturating_add(1) };
+            }
+        }
+        for (b, (order, slots)) in batches.iter_mut().zip(&mut sorted) {
+            let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
+            let (mut front, mut back) = (start, end);
+            for k in start..end {
+                let (row, slot) = (b.order[k], b.slots[k]);
+                let single = count[slot as usize] == 1;
+                // Written at both ends; the end that advances keeps it, and the other place
+                // is not yet final (some later row lands there).
+                let last = back.saturating_sub(1).max(front);
+                order[front] = row;
+                slots[front] = slot;
+                order[last] = row;
+                slots[last] = slot;
+                front += usize::from(single);
+                back -= usize::from(!single);
+            }
+            b.singles[p] = front as u32;
+            // The rest were written from the back: reversed, they are in row order.
+            order[front..end].reverse();
+            slots[front..end].reverse();
+        }
+    }
+    for (b, (order, slots)) in batches.iter_mut().zip(sorted) {
+        b.order = order;
+        b.slots = slots;
     }
 }
 
@@ -269,10 +338,18 @@ impl AggregateSink {
                 }
             }
         }
+        // Whether a group's only row in a morsel may add straight into the partition's
+        // states (see `Accumulator::one_row_folds_exactly`).
+        let singles_direct = self
+            .new_accs()?
+            .iter()
+            .all(Accumulator::one_row_folds_exactly);
         let dealt = parallel_map(self.threads, units, |_, unit| {
             Ok::<_, ExecError>(match unit {
                 Unit::Tables(run) => Dealt::Groups(self.deal_dense(layout, run)?),
-                Unit::Kept(morsel, kept) => Dealt::Rows(morsel, DenseRows::scatter(layout, kept)?),
+                Unit::Kept(morsel, kept) => {
+                    Dealt::Rows(morsel, DenseRows::scatter(layout, kept, singles_direct)?)
+                }
             })
         });
         let mut by_partition: Vec<Vec<DensePiece>> =
@@ -359,6 +436,8 @@ impl AggregateSink {
                 *f = (partial as u64) << 32 | position as u64;
             }
         };
+        let mut local_of = LocalIds::default();
+        let mut ids = Vec::new();
         for piece in pieces {
             match piece {
                 DensePiece::Groups(g) => {
@@ -369,9 +448,15 @@ impl AggregateSink {
                 }
                 DensePiece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
                 DensePiece::Rows { morsel, rows } => {
-                    // The rows add straight into the partition's states, in row order.
-                    for b in &scattered[rows].0 {
-                        let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
+                    let batches = &scattered[rows].0;
+                    // Groups with one row in the morsel: that row adds straight into the
+                    // partition's states, which gives the bits of adding it to fresh states
+                    // and folding those in.
+                    for b in batches {
+                        let (start, end) = (b.starts[p] as usize, b.singles[p] as usize);
+                        if start == end {
+                            continue;
+                        }
                         let batch_slots = &b.slots[start..end];
                         for (&slot, &row) in batch_slots.iter().zip(&b.order[start..end]) {
                             see(slot, (morsel, b.base + row));
@@ -381,6 +466,28 @@ impl AggregateSink {
                             acc.update(batch_slots, arg.as_ref())?;
                         }
                     }
+                    // The other groups get ids in the morsel's first-seen order; their fresh
+                    // states, updated in row order, fold into the partition's through them.
+                    let many = |b: &DenseBatch| b.starts[p + 1] > b.singles[p];
+                    if !batches.iter().any(many) {
+                        continue;
+                    }
+                    local_of.start_morsel();
+                    let mut local = self.new_accs()?;
+                    for b in batches.iter().filter(|b| many(b)) {
+                        let (start, end) = (b.singles[p] as usize, b.starts[p + 1] as usize);
+                        let batch_slots = &b.slots[start..end];
+                        for (&slot, &row) in batch_slots.iter().zip(&b.order[start..end]) {
+                            see(slot, (morsel, b.base + row));
+                        }
+                        local_of.ids(batch_slots, &mut ids);
+                        for (acc, arg) in local.iter_mut().zip(&b.args) {
+                            let arg = arg.as_ref().map(|c| c.slice(start, end - start));
+                            acc.resize(local_of.groups());
+                            acc.update(&ids, arg.as_ref())?;
+                        }
+                    }
+                    merge_accs(&mut accs, local, slots, local_of.mapping())?;
                 }
             }
         }

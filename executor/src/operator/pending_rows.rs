@@ -10,8 +10,7 @@
 //! morsel's own table would have been folded: the rows' groups get ids in the morsel's
 //! first-seen order, their states start fresh and are updated batch by batch as a table's
 //! (lanes included), and are then combined into the merge's. So whether a morsel's rows were
-//! kept changes the cost, never the bits of a float sum (except in the dense merge, which
-//! adds kept rows in row order). A merge by hash partition scatters a
+//! kept changes the cost, never the bits of a float sum. A merge by hash partition scatters a
 //! kept morsel's rows when its table would have added no batch by lanes (a lower bound of
 //! its groups, from the sketch that decided to keep it, rules lanes out), and otherwise
 //! builds the morsel's table on a worker and deals it.
