@@ -69,7 +69,6 @@ const STRING_WORDS: usize = 4;
 /// order, but equal words may still differ from that key on. Returns the words, row-major,
 /// the words per row, and the first key the words do not decide (`None`: they decide all).
 fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize, Option<usize>) {
-    const SIGN: u64 = 1 << 63;
     let mut words_per_key: Vec<Vec<u64>> = Vec::with_capacity(keys.len());
     let mut undecided = None;
     for (key, (c, asc, nulls_first)) in keys.iter().enumerate() {
@@ -118,40 +117,22 @@ fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize
             }
             continue;
         }
-        let value: Vec<u64> = match c {
+        let mut value: Vec<u64> = match c {
             // Ranked (a string without ranks took its words above).
-            Column::Utf8(_) => ranks.unwrap_or_default(),
-            Column::Boolean(x) => (0..n).map(|i| u64::from(x.values().get(i))).collect(),
+            Column::Utf8(_) => ranks.unwrap_or_default().into_iter().map(invert).collect(),
+            Column::Boolean(x) => (0..n)
+                .map(|i| invert(u64::from(x.values().get(i))))
+                .collect(),
             Column::Int32(x) | Column::Date32(x) => x
                 .values()
                 .iter()
-                .map(|&v| (v as i64 as u64) ^ SIGN)
+                .map(|&v| invert(int_word(v.into())))
                 .collect(),
             Column::Int64(x) | Column::Timestamp(x) => {
-                x.values().iter().map(|&v| (v as u64) ^ SIGN).collect()
+                x.values().iter().map(|&v| invert(int_word(v))).collect()
             }
-            // -0.0 sorts with 0.0 and every NaN after +inf, as `cmp_f64` orders them.
-            Column::Float64(x) => x
-                .values()
-                .iter()
-                .map(|&v| {
-                    let v = if v == 0.0 {
-                        0.0
-                    } else if v.is_nan() {
-                        f64::NAN
-                    } else {
-                        v
-                    };
-                    let bits = v.to_bits();
-                    if bits & SIGN != 0 {
-                        !bits
-                    } else {
-                        bits | SIGN
-                    }
-                })
-                .collect(),
+            Column::Float64(x) => x.values().iter().map(|&v| invert(float_word(v))).collect(),
         };
-        let mut value: Vec<u64> = value.into_iter().map(invert).collect();
         if let Some(bits) = validity {
             // NULLs are told apart by their own word: their value word takes the smallest
             // valid value, so that it widens nothing when words are packed.
@@ -167,6 +148,31 @@ fn normalized_keys(keys: &[KeyColumn], n: usize, pack: bool) -> (Vec<u64>, usize
     }
     let (words, w) = pack_words(&words_per_key, n, pack);
     (words, w, undecided)
+}
+
+/// An integer's order-preserving word.
+#[inline(always)]
+fn int_word(v: i64) -> u64 {
+    (v as u64) ^ (1 << 63)
+}
+
+/// A double's order-preserving word: -0.0 sorts with 0.0 and every NaN after +inf, as
+/// `cmp_f64` orders them.
+#[inline(always)]
+fn float_word(v: f64) -> u64 {
+    let v = if v == 0.0 {
+        0.0
+    } else if v.is_nan() {
+        f64::NAN
+    } else {
+        v
+    };
+    let bits = v.to_bits();
+    if bits & (1 << 63) != 0 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
 }
 
 /// Each row's rank among the distinct valid values of a string column, in byte order (any
@@ -375,6 +381,49 @@ fn sorted_by_words(
 /// them) and `bound` is lowered to this morsel's k-th word; other keys select as
 /// [`sorted_rows`] does.
 fn top_rows(keys: &[KeyColumn], n: usize, k: usize, bound: &AtomicU64, threads: usize) -> Vec<u32> {
+    let limit = bound.load(AtomicOrdering::Relaxed);
+    let mut kept = match keys {
+        // One number key without NULLs: words made and tested in one pass (the words of
+        // `normalized_keys`, without its arrays).
+        [(c, asc, _)] if c.null_count() == 0 => {
+            let flip = if *asc { 0 } else { u64::MAX };
+            match c {
+                Column::Float64(x) => under(&x.values()[..n], limit, |v| float_word(v) ^ flip),
+                Column::Int64(x) | Column::Timestamp(x) => {
+                    under(&x.values()[..n], limit, |v| int_word(v) ^ flip)
+                }
+                Column::Int32(x) | Column::Date32(x) => {
+                    under(&x.values()[..n], limit, |v| int_word(v.into()) ^ flip)
+                }
+                _ => return top_rows_normalized(keys, n, k, bound, threads),
+            }
+        }
+        _ => return top_rows_normalized(keys, n, k, bound, threads),
+    };
+    keep_first(&mut kept, k, bound)
+}
+
+/// Each value's word and row where the word is at or below `limit`.
+#[inline(always)]
+fn under<T: Copy>(values: &[T], limit: u64, word: impl Fn(T) -> u64) -> Vec<(u64, u32)> {
+    let mut kept = Vec::new();
+    for (r, &v) in values.iter().enumerate() {
+        let w = word(v);
+        if w <= limit {
+            kept.push((w, r as u32));
+        }
+    }
+    kept
+}
+
+/// [`top_rows`] through [`normalized_keys`].
+fn top_rows_normalized(
+    keys: &[KeyColumn],
+    n: usize,
+    k: usize,
+    bound: &AtomicU64,
+    threads: usize,
+) -> Vec<u32> {
     let (words, w, undecided) = normalized_keys(keys, n, false);
     if w != 1 || undecided.is_some() || k == 0 {
         return sorted_by_words(keys, (words, w, undecided), n, Some(k), threads);
@@ -384,6 +433,15 @@ fn top_rows(keys: &[KeyColumn], n: usize, k: usize, bound: &AtomicU64, threads: 
         .filter(|&r| words[r as usize] <= limit)
         .map(|r| (words[r as usize], r))
         .collect();
+    keep_first(&mut kept, k, bound)
+}
+
+/// The first `k` of a morsel's rows under the bound (word and row), in order; lowers the
+/// bound to the k-th word when there are `k`.
+fn keep_first(kept: &mut Vec<(u64, u32)>, k: usize, bound: &AtomicU64) -> Vec<u32> {
+    if k == 0 {
+        return Vec::new();
+    }
     if kept.len() > k {
         kept.select_nth_unstable(k - 1);
         kept.truncate(k);
@@ -392,7 +450,7 @@ fn top_rows(keys: &[KeyColumn], n: usize, k: usize, bound: &AtomicU64, threads: 
     if kept.len() == k {
         bound.fetch_min(kept[k - 1].0, AtomicOrdering::Relaxed);
     }
-    kept.into_iter().map(|(_, r)| r).collect()
+    kept.iter().map(|&(_, r)| r).collect()
 }
 
 /// The bits the largest of `words` needs.
@@ -587,6 +645,8 @@ mod tests {
             (0, false, 10),
             (0, true, 150),
             (1, false, 25),
+            (2, false, 15),
+            (2, true, 21),
             (3, true, 10),
             (3, false, 30),
         ];
