@@ -209,8 +209,8 @@ impl DenseRows {
 /// order on both sides), and records where they end.
 fn split_singles(layout: Layout, batches: &mut [DenseBatch]) {
     // Per slot of the partition at hand: the partition's tag (its number plus one) and the
-    // rows seen with the slot, up to two.
-    // (Branch-free loops: whether a key repeats is as good as random.)
+    // morsel's rows with that slot (saturating). Both loops are branch-free: whether a key
+    // repeats is as good as random.
     let mut tag = vec![0u32; layout.slots(0)];
     let mut count = vec![0u8; layout.slots(0)];
     // Each batch's rows and slots in their new order (singles of a partition from the front

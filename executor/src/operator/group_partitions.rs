@@ -354,7 +354,13 @@ impl AggregateSink {
             parts.push(columns);
         }
         let by_partial = firsts.into_iter().zip(sizes).collect();
-        let order = parallel_map(self.threads, by_partial, |_, (groups, size)| {
+        let order = parallel_map(self.threads, by_partial, |_, (mut groups, size)| {
+            // Few groups first seen among many positions (a late morsel of a long input):
+            // sorted; else placed by position in an array of them.
+            if groups.len() * 16 < size {
+                groups.sort_unstable();
+                return groups.into_iter().map(|(_, row)| row).collect();
+            }
             let mut row_of = vec![u32::MAX; size];
             for (g, row) in groups {
                 row_of[g as usize] = row;
