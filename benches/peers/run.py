@@ -2,7 +2,7 @@
 """Side-by-side: morsel vs DuckDB vs Polars, same data, same thread count, results checked.
 
     python3 benches/peers/run.py [--threads 1,2] [--sf 1] [--runs 3] [--tpch-only|--suite-only]
-                                 [--tpch-memory]
+                                 [--tpch-memory] [--suite-rows 1000000] [--suite-workloads a,b]
 
 Creates benches/peers/.venv with the pinned versions in requirements.txt on first use, builds
 morsel's benchmark binaries, generates the data (TPC-H with tpchgen at --sf; the suite's tables
@@ -10,7 +10,9 @@ exported by the suite itself) and prints one markdown table per thread count:
 workload | morsel ms | DuckDB ms | Polars ms | morsel / best peer, plus CPU seconds (user+sys)
 and, for TPC-H over CSV, peak memory (max RSS from /usr/bin/time -v), per engine.
 `--tpch-memory` runs TPC-H on tables loaded into memory first (each engine loads the tables
-the query names, untimed) instead of over the CSV files.
+the query names, untimed) instead of over the CSV files. `--suite-rows 10000000` runs the
+suite's in-memory workloads on its 10M-row tables (the CSV workloads exist at 1M rows only);
+`--suite-workloads` keeps the workloads named (first word, as the suite names them).
 
 Every engine runs each query in its own process, `--runs` times; the time is the median of
 those runs, measured inside the process (start-up and table registration excluded) up to a
@@ -224,18 +226,29 @@ SUITE = [
 
 
 def suite(py, args, threads):
-    """The suite at 1M rows (no NULLs). morsel's times come from the suite's own output (tables
-    in memory, as for the peers), run again for each workload just before the peers run it, so
-    that the three are measured together (this machine's speed drifts within minutes); its
-    answers, for the comparison, from the morsel CLI over the same data exported as CSV."""
-    n = 1_000_000
+    """The suite at 1M rows, or --suite-rows (no NULLs). morsel's times come from the suite's
+    own output (tables in memory, as for the peers), run again for each workload just before the
+    peers run it, so that the three are measured together (this machine's speed drifts within
+    minutes); its answers, for the comparison, from the morsel CLI over the same data exported
+    as CSV."""
+    n = args.suite_rows
+    if n not in (1_000_000, 10_000_000):
+        sys.exit("--suite-rows is 1000000 or 10000000 (the sizes the suite generates)")
     export = os.path.join(ROOT, "target", "bench-data", "export")
-    env = dict(os.environ, MORSEL_THREADS=str(threads), BENCH_EXPORT=export, BENCH_REPS=str(args.runs))
+    env = dict(os.environ, MORSEL_THREADS=str(threads), BENCH_REPS=str(args.runs))
+    if n > 1_000_000:
+        env["BENCH_LARGE"] = "1"
+    chosen = [w for w in SUITE if not args.suite_workloads or w[0].split(" ")[0] in args.suite_workloads.split(",")]
+    if n > 1_000_000:
+        chosen = [w for w in chosen if not w[0].startswith("csv_")]
 
-    def morsel_suite(only=None):
-        """morsel's medians at 1M rows without NULLs, by workload (all, or those named like
-        `only`); the suite also validates every answer against its oracle and exports the tables."""
-        run_env = dict(env, BENCH_FILTER=only) if only else env
+    def morsel_suite(only=None, export_tables=False):
+        """morsel's medians at n rows without NULLs, by workload (all, or those named like
+        `only`); the suite also validates every answer against its oracle and, when asked,
+        exports the tables."""
+        run_env = dict(env, BENCH_FILTER=only) if only else dict(env)
+        if export_tables:
+            run_env["BENCH_EXPORT"] = export
         out = subprocess.run([os.path.join(ROOT, "target", "release", "morsel-suite")], capture_output=True, text=True,
                              env=run_env)
         if out.returncode != 0:
@@ -247,11 +260,13 @@ def suite(py, args, threads):
                 medians[key] = float(r["median_ns"]) / 1e6
         return medians
 
-    morsel_suite()
+    # Every chosen workload validated once, the tables exported by the first run.
+    for k, name in enumerate(sorted({w[0].split(" ")[0] for w in chosen})):
+        morsel_suite(name, export_tables=k == 0)
     files = {"t": os.path.join(export, f"t_{n}_0.csv"), "l": os.path.join(export, f"l_{n}.csv"), "r": os.path.join(export, f"r_{n}.csv")}
     csv_file = os.path.join(ROOT, "target", "bench-data", f"suite_{n}.csv")
     rows = []
-    for name, sql, ordered in SUITE:
+    for name, sql, ordered in chosen:
         on_csv = name.startswith("csv_")
         setup = {"views": {"f": csv_file}, "tables": {}} if on_csv else {"views": {}, "tables": files}
         stem = os.path.join(OUT, f"suite-t{threads}-{name.replace(' ', '_')}")
@@ -266,7 +281,7 @@ def suite(py, args, threads):
             if "ms" in res[engine]:
                 res[engine]["agrees"] = same_result(stem + ".morsel.csv", f"{stem}.{engine}.csv", ordered)
         where = "from CSV" if on_csv else "in memory"
-        rows.append((f"{name} (1M rows, {where})", res))
+        rows.append((f"{name} ({n // 1_000_000}M rows, {where})", res))
         print(f"  {name}: " + ", ".join(f"{e} {fmt(r.get('ms'))}" for e, r in res.items()), file=sys.stderr)
     return rows
 
@@ -312,6 +327,8 @@ def main():
     p.add_argument("--tpch-only", action="store_true")
     p.add_argument("--suite-only", action="store_true")
     p.add_argument("--tpch-memory", action="store_true")
+    p.add_argument("--suite-rows", type=int, default=1_000_000)
+    p.add_argument("--suite-workloads", default="")
     args = p.parse_args()
     py = venv_python()
     subprocess.check_call(["cargo", "bench", "--no-run", "--bench", "tpch", "--bench", "suite"], cwd=ROOT)
