@@ -23,7 +23,7 @@ use morsel_storage::{Column, DataType};
 
 use super::accumulator::Accumulator;
 use super::aggregate::{merge_accs, AggregateSink, Partial};
-use super::group_partitions::ReducedPartition;
+use super::group_partitions::{by_partition, Dealt, Piece, ReducedPartition};
 use super::int_groups::{int_bounds, int_key_column, IntTable};
 use super::keys::for_each_int;
 use super::pending_rows::{LocalIds, PendingRows};
@@ -265,23 +265,6 @@ struct DenseGroups {
     accs: Vec<Accumulator>,
 }
 
-/// What a partition receives from one partial or run of partials.
-enum DensePiece {
-    Groups(DenseGroups),
-    /// The `rows`th scattered morsel, partial number `morsel` (held once by the merge and
-    /// lent to the partitions).
-    Rows {
-        morsel: u32,
-        rows: usize,
-    },
-}
-
-/// A partial or run of partials once dealt.
-enum Dealt {
-    Groups(Vec<DenseGroups>),
-    Rows(u32, DenseRows),
-}
-
 /// Consecutive partials dealt together: a run of tables, or one morsel's kept rows.
 enum Unit {
     /// Tables, each with its partial's number.
@@ -352,27 +335,8 @@ impl AggregateSink {
                 }
             })
         });
-        let mut by_partition: Vec<Vec<DensePiece>> =
-            (0..layout.partitions()).map(|_| Vec::new()).collect();
-        let mut scattered = Vec::new();
-        for unit in dealt {
-            match unit? {
-                Dealt::Groups(pieces) => {
-                    for (part, piece) in by_partition.iter_mut().zip(pieces) {
-                        part.push(DensePiece::Groups(piece));
-                    }
-                }
-                Dealt::Rows(morsel, rows) => {
-                    let piece = || DensePiece::Rows {
-                        morsel,
-                        rows: scattered.len(),
-                    };
-                    by_partition.iter_mut().for_each(|part| part.push(piece()));
-                    scattered.push(rows);
-                }
-            }
-        }
-        let merged = parallel_map(self.threads, by_partition, |p, pieces| {
+        let (pieces, scattered) = by_partition(layout.partitions(), dealt)?;
+        let merged = parallel_map(self.threads, pieces, |p, pieces| {
             self.reduce_dense(layout, ty, p, pieces, &scattered)
         });
         self.assemble(sizes, merged)
@@ -421,7 +385,7 @@ impl AggregateSink {
         layout: Layout,
         ty: DataType,
         p: usize,
-        pieces: Vec<DensePiece>,
+        pieces: Vec<Piece<DenseGroups>>,
         scattered: &[DenseRows],
     ) -> ExecResult<ReducedPartition> {
         let slots = layout.slots(p);
@@ -440,14 +404,14 @@ impl AggregateSink {
         let mut ids = Vec::new();
         for piece in pieces {
             match piece {
-                DensePiece::Groups(g) => {
+                Piece::Groups(g) => {
                     for (&slot, &from) in g.slots.iter().zip(&g.from) {
                         see(slot, from);
                     }
                     merge_accs(&mut accs, g.accs, slots, &g.slots)?;
                 }
-                DensePiece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
-                DensePiece::Rows { morsel, rows } => {
+                Piece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
+                Piece::Rows { morsel, rows } => {
                     let batches = &scattered[rows].0;
                     // Groups with one row in the morsel: that row adds straight into the
                     // partition's states, which gives the bits of adding it to fresh states

@@ -212,22 +212,55 @@ struct GroupPiece {
     accs: Vec<Accumulator>,
 }
 
-/// What a partition receives from one morsel or run of morsels.
-enum Piece {
-    Groups(GroupPiece),
+/// What a partition receives from one morsel or run of morsels: its share `G` of their
+/// groups (by hash: [`GroupPiece`]; by key offset: `super::dense_merge`'s), or a morsel's rows.
+pub(super) enum Piece<G> {
+    Groups(G),
     /// A morsel's rows, read by every partition: the `rows`th of the merge's scattered
-    /// morsels (held once by the merge and lent to the partitions, not shared by counted
-    /// references, whose counts the workers would contend for).
+    /// morsels, partial number `morsel` (held once by the merge and lent to the partitions,
+    /// not shared by counted references, whose counts the workers would contend for).
     Rows {
         morsel: u32,
         rows: usize,
     },
 }
 
-/// A unit once dealt: pieces for every partition, or a morsel's rows scattered.
-enum Dealt {
-    Groups(Vec<GroupPiece>),
-    Rows(u32, ScatteredRows),
+/// A unit once dealt: a piece of groups for every partition, or a morsel's rows `R`
+/// scattered.
+pub(super) enum Dealt<G, R> {
+    Groups(Vec<G>),
+    Rows(u32, R),
+}
+
+/// Each partition's pieces, in unit order, and the scattered morsels the pieces of rows
+/// point to.
+pub(super) type Partitioned<G, R> = (Vec<Vec<Piece<G>>>, Vec<R>);
+
+/// The dealt units' pieces by partition (`partitions` of them).
+pub(super) fn by_partition<G, R>(
+    partitions: usize,
+    dealt: Vec<ExecResult<Dealt<G, R>>>,
+) -> ExecResult<Partitioned<G, R>> {
+    let mut by_partition: Vec<Vec<Piece<G>>> = (0..partitions).map(|_| Vec::new()).collect();
+    let mut scattered = Vec::new();
+    for unit in dealt {
+        match unit? {
+            Dealt::Groups(pieces) => {
+                for (part, piece) in by_partition.iter_mut().zip(pieces) {
+                    part.push(Piece::Groups(piece));
+                }
+            }
+            Dealt::Rows(morsel, rows) => {
+                let piece = || Piece::Rows {
+                    morsel,
+                    rows: scattered.len(),
+                };
+                by_partition.iter_mut().for_each(|part| part.push(piece()));
+                scattered.push(rows);
+            }
+        }
+    }
+    Ok((by_partition, scattered))
 }
 
 /// Where each of a reduced partition's groups was first seen (partial, position), and its
@@ -287,26 +320,8 @@ impl AggregateSink {
                 }
             })
         });
-        let mut by_partition: Vec<Vec<Piece>> = (0..PARTITIONS).map(|_| Vec::new()).collect();
-        let mut scattered = Vec::new();
-        for unit in dealt {
-            match unit? {
-                Dealt::Groups(pieces) => {
-                    for (part, piece) in by_partition.iter_mut().zip(pieces) {
-                        part.push(Piece::Groups(piece));
-                    }
-                }
-                Dealt::Rows(morsel, rows) => {
-                    let piece = || Piece::Rows {
-                        morsel,
-                        rows: scattered.len(),
-                    };
-                    by_partition.iter_mut().for_each(|part| part.push(piece()));
-                    scattered.push(rows);
-                }
-            }
-        }
-        let merged = parallel_map(self.threads, by_partition, |p, pieces| {
+        let (pieces, scattered) = by_partition(PARTITIONS, dealt)?;
+        let merged = parallel_map(self.threads, pieces, |p, pieces| {
             self.reduce_partition(p, pieces, &scattered)
         });
         self.assemble(sizes, merged)
@@ -433,7 +448,7 @@ impl AggregateSink {
     fn reduce_partition(
         &self,
         p: usize,
-        pieces: Vec<Piece>,
+        pieces: Vec<Piece<GroupPiece>>,
         scattered: &[ScatteredRows],
     ) -> ExecResult<ReducedPartition> {
         let mut t = self.new_table()?;
