@@ -388,27 +388,43 @@ fn top_rows(keys: &[KeyColumn], n: usize, k: usize, bound: &AtomicU64, threads: 
         [(c, asc, _)] if c.null_count() == 0 => {
             let flip = if *asc { 0 } else { u64::MAX };
             match c {
-                Column::Float64(x) => under(&x.values()[..n], limit, |v| float_word(v) ^ flip),
+                Column::Float64(x) => {
+                    under(x.values()[..n].iter().map(|&v| float_word(v) ^ flip), limit)
+                }
                 Column::Int64(x) | Column::Timestamp(x) => {
-                    under(&x.values()[..n], limit, |v| int_word(v) ^ flip)
+                    under(x.values()[..n].iter().map(|&v| int_word(v) ^ flip), limit)
                 }
-                Column::Int32(x) | Column::Date32(x) => {
-                    under(&x.values()[..n], limit, |v| int_word(v.into()) ^ flip)
-                }
+                Column::Int32(x) | Column::Date32(x) => under(
+                    x.values()[..n].iter().map(|&v| int_word(v.into()) ^ flip),
+                    limit,
+                ),
                 _ => return top_rows_normalized(keys, n, k, bound, threads),
             }
+        }
+        // One double key with NULLs: every valid word lies strictly between 0 and
+        // `u64::MAX` either way round (the extremes are NaN's and -inf's words, inverted or
+        // not), so a NULL takes 0 to come first or `u64::MAX` to come last, which orders the
+        // rows as the NULL word and value word of `normalized_keys` do.
+        [(Column::Float64(x), asc, nulls_first)] => {
+            let flip = if *asc { 0 } else { u64::MAX };
+            let null = if *nulls_first { 0 } else { u64::MAX };
+            let values = &x.values()[..n];
+            let word = |i: usize| match x.is_valid(i) {
+                true => float_word(values[i]) ^ flip,
+                false => null,
+            };
+            under((0..n).map(word), limit)
         }
         _ => return top_rows_normalized(keys, n, k, bound, threads),
     };
     keep_first(&mut kept, k, bound)
 }
 
-/// Each value's word and row where the word is at or below `limit`.
+/// Each row's word and number where the word is at or below `limit`.
 #[inline(always)]
-fn under<T: Copy>(values: &[T], limit: u64, word: impl Fn(T) -> u64) -> Vec<(u64, u32)> {
+fn under(words: impl Iterator<Item = u64>, limit: u64) -> Vec<(u64, u32)> {
     let mut kept = Vec::new();
-    for (r, &v) in values.iter().enumerate() {
-        let w = word(v);
+    for (r, w) in words.enumerate() {
         if w <= limit {
             kept.push((w, r as u32));
         }
@@ -606,7 +622,14 @@ mod tests {
             Field::new("t", DataType::Utf8, false),
             Field::new("row", DataType::Int64, false),
             Field::new("c", DataType::Float64, false),
+            Field::new("xn", DataType::Float64, true),
         ]));
+        // The doubles again, NULL in one row of six.
+        let xn: Vec<Option<f64>> = x
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (i % 6 != 2).then_some(v))
+            .collect();
         let batch = |from: usize, to: usize| {
             Batch::try_new(
                 schema.clone(),
@@ -627,6 +650,7 @@ mod tests {
                         Buffer::from_vec((from..to).map(|i| (i / 500) as f64).collect()),
                         None,
                     )),
+                    Column::Float64(PrimitiveColumn::from_options(xn[from..to].to_vec())),
                 ],
                 to - from,
             )
@@ -640,26 +664,33 @@ mod tests {
                 })
                 .collect()
         };
+        // (key, ascending, NULLs first, k); the last key has NULLs (among the first k rows
+        // or not).
         let cases = [
-            (0, true, 10),
-            (0, false, 10),
-            (0, true, 150),
-            (1, false, 25),
-            (2, false, 15),
-            (2, true, 21),
-            (3, true, 10),
-            (3, false, 30),
+            (0, true, false, 10),
+            (0, false, false, 10),
+            (0, true, false, 150),
+            (1, false, false, 25),
+            (2, false, false, 15),
+            (2, true, false, 21),
+            (3, true, false, 10),
+            (3, false, false, 30),
+            (4, true, false, 15),
+            (4, false, false, 9),
+            (4, true, true, 15),
+            (4, false, true, 401),
+            (4, true, false, 1801),
         ];
-        for (key, asc, k) in cases {
+        for (key, asc, nulls_first, k) in cases {
             let whole = batch(0, n);
-            let full = sorted_rows(&[(whole.column(key).clone(), asc, false)], n, None, 1);
+            let full = sorted_rows(&[(whole.column(key).clone(), asc, nulls_first)], n, None, 1);
             let want: Vec<i64> = full[..k].iter().map(|&r| r as i64).collect();
             for reversed in [false, true] {
                 let sink = SortSink {
                     keys: vec![SortKey {
                         expr: PhysExpr::Column(key),
                         asc,
-                        nulls_first: false,
+                        nulls_first,
                     }],
                     schema: schema.clone(),
                     limit: Some(k),
@@ -684,7 +715,7 @@ mod tests {
                 assert_eq!(
                     rows_of(&out[0]),
                     want,
-                    "key {key} asc {asc} k {k} reversed {reversed}"
+                    "key {key} asc {asc} nulls first {nulls_first} k {k} reversed {reversed}"
                 );
                 // The bound was taken (a morsel of 100 rows can keep k rows).
                 let bound = sink.bound.load(std::sync::atomic::Ordering::Relaxed);
