@@ -1018,11 +1018,25 @@ mod tests {
     /// not, batches with few groups or many), the rest in tables, with aggregates whose
     /// states take a group's only row straight in (sums, counts, averages, MIN) and with
     /// every other kind, at 1, 2 and 8 threads. Without first-seen order put back, the same
-    /// groups in partition order, the same at every thread count.
+    /// groups in partition order, the same at every thread count. Keys 1000 apart too: a
+    /// range wider than the scatter's table of row counts, which then hashes the keys.
     #[test]
     fn dense_merge_equals_serial_merge_by_value_bit_for_bit() {
-        let mut input = morsels();
-        input.insert(4, vec![input[0][0].slice(0, 0)]);
+        let mut near = morsels();
+        near.insert(4, vec![near[0][0].slice(0, 0)]);
+        let spread = |b: &Batch| {
+            let mut columns = b.columns().to_vec();
+            let Column::Int64(k) = &columns[0] else {
+                unreachable!("the key column")
+            };
+            let wide = (0..k.len()).map(|i| k.is_valid(i).then(|| k.values()[i] * 1000));
+            columns[0] = Column::Int64(PrimitiveColumn::from_options(wide));
+            Batch::try_new(b.schema().clone(), columns, b.num_rows()).unwrap()
+        };
+        let far: Vec<Vec<Batch>> = near
+            .iter()
+            .map(|m| m.iter().map(spread).collect())
+            .collect();
         let lanes_possible: fn(&BatchKeys) -> Grouping = |_| Grouping::Pending { min_groups: 1 };
         let one_row_straight = |s: &AggregateSink| {
             let accs = s.new_accs().unwrap();
@@ -1031,13 +1045,13 @@ mod tests {
         assert!(!one_row_straight(&sink(1, &[0])));
         assert!(one_row_straight(&simple_sink(1, &[0])));
         let ways = [SCATTER, PENDING, lanes_possible];
-        for (how, make) in ways
-            .into_iter()
-            .flat_map(|h| [(h, sink as SinkOf), (h, simple_sink)])
-        {
+        for (input, how, make) in [&near, &far].into_iter().flat_map(|input| {
+            ways.into_iter()
+                .flat_map(move |h| [(input, h, sink as SinkOf), (input, h, simple_sink)])
+        }) {
             for every in [1, 2] {
                 let s = make(1, &[0]);
-                let partials = partials_every(&s, &input, every, how);
+                let partials = partials_every(&s, input, every, how);
                 let layout = dense_layout_of(&partials);
                 let expect = rows(&s.merge_serial(partials).unwrap());
                 assert!(expect.len() > 300, "{} groups", expect.len());
@@ -1050,7 +1064,7 @@ mod tests {
                             keep_order,
                             ..make(threads, &[0])
                         };
-                        let partials = partials_every(&s, &input, every, how);
+                        let partials = partials_every(&s, input, every, how);
                         let got = rows(&s.merge_dense(partials, layout).unwrap());
                         assert_eq!(&got, first.get_or_insert(got.clone()), "{threads} threads");
                         if keep_order {

@@ -18,7 +18,8 @@
 //! aggregate's state takes one row as exactly as it folds a fresh state holding it (sums,
 //! counts, averages, MIN, MAX), those rows add straight into the partition's states
 //! (suite `high100k`: the fold took 5.2 ms with fresh states for every row, 2.5 ms adding
-//! every row straight in).
+//! every row straight in). Which keys are single the scatter reads from a worker's table of
+//! rows per key offset, counted in the pass that computes the offsets ([`RowCounts`]).
 
 use morsel_storage::{Column, DataType};
 
@@ -140,60 +141,81 @@ struct DenseRows(Vec<DenseBatch>);
 
 impl DenseRows {
     /// Orders the morsel's rows by partition, each partition's rows split into those whose
-    /// key is the only row of its group in the morsel and the rest, when `split` (else all
-    /// count as the rest).
-    fn scatter(layout: Layout, pending: PendingRows, split: bool) -> ExecResult<Self> {
+    /// key no other row of the morsel has and the rest, when `counts` is given to count
+    /// them (else all count as the rest). Three passes over each batch: its key offsets
+    /// (counted), each row's run (partition, and whether single) with the runs' sizes, and
+    /// the rows placed in their runs; then the arguments gathered in that order.
+    fn scatter(
+        layout: Layout,
+        pending: PendingRows,
+        mut counts: Option<&mut RowCounts>,
+    ) -> ExecResult<Self> {
         let parts = layout.partitions();
-        let mut batches = Vec::new();
+        let mut offsets_of = Vec::new();
         let mut args_of = Vec::new();
-        let mut base = 0u32;
+        if let Some(c) = counts.as_deref_mut() {
+            c.start_morsel(layout);
+        }
         pending.drain(|keys, args| {
             let super::aggregate::BatchKeys::Int(col) = keys else {
                 return Err(ExecError::Internal(
                     "a dense merge over keys not held by value".into(),
                 ));
             };
-            let mut offsets = Vec::with_capacity(col.len());
-            for_each_int(col, |_, v| offsets.push(layout.offset(v)));
-            let mut starts = vec![0u32; parts + 1];
-            for &o in &offsets {
-                starts[layout.place(o).0 + 1] += 1;
+            let mut offsets = vec![0u32; col.len()];
+            match counts.as_deref_mut() {
+                Some(c) => for_each_int(col, |i, v| {
+                    let o = layout.offset(v);
+                    c.add(o);
+                    offsets[i] = o;
+                }),
+                None => for_each_int(col, |i, v| offsets[i] = layout.offset(v)),
             }
-            for p in 0..parts {
-                starts[p + 1] += starts[p];
-            }
-            let mut next = starts.clone();
-            let mut order = vec![0u32; offsets.len()];
-            let mut slots = vec![0u32; offsets.len()];
-            for (i, &o) in offsets.iter().enumerate() {
-                let (p, slot) = layout.place(o);
-                let at = next[p] as usize;
-                order[at] = i as u32;
-                slots[at] = slot;
-                next[p] += 1;
-            }
-            batches.push(DenseBatch {
-                base,
-                singles: starts[..parts].to_vec(),
-                starts,
-                order,
-                slots,
-                args: Vec::new(),
-            });
+            offsets_of.push(offsets);
             args_of.push(args.to_vec());
-            base = base
-                .checked_add(col.len() as u32)
-                .ok_or_else(|| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
             Ok(())
         })?;
-        if split {
-            split_singles(layout, &mut batches);
-        }
-        for (b, args) in batches.iter_mut().zip(args_of) {
-            b.args = args
+        let mut batches = Vec::with_capacity(offsets_of.len());
+        let mut base = 0u32;
+        for (offsets, args) in offsets_of.into_iter().zip(args_of) {
+            let n = offsets.len();
+            // Run 2p holds partition p's rows whose key is single in the morsel, run 2p + 1
+            // the others.
+            let mut runs = vec![0u16; n];
+            let mut starts = vec![0u32; 2 * parts + 1];
+            for (r, &o) in runs.iter_mut().zip(&offsets) {
+                let other = counts.as_deref().is_none_or(|c| !c.single(o));
+                let run = 2 * layout.place(o).0 + usize::from(other);
+                starts[run + 1] += 1;
+                *r = run as u16;
+            }
+            for r in 0..2 * parts {
+                starts[r + 1] += starts[r];
+            }
+            let mut next = starts.clone();
+            let mut order = vec![0u32; n];
+            let mut slots = vec![0u32; n];
+            for (i, (&o, &run)) in offsets.iter().zip(&runs).enumerate() {
+                let at = next[run as usize] as usize;
+                order[at] = i as u32;
+                slots[at] = layout.place(o).1;
+                next[run as usize] += 1;
+            }
+            let args = args
                 .iter()
-                .map(|a| a.as_ref().map(|c| c.take(&b.order)))
+                .map(|a| a.as_ref().map(|c| c.take(&order)))
                 .collect();
+            batches.push(DenseBatch {
+                base,
+                singles: (0..parts).map(|p| starts[2 * p + 1]).collect(),
+                starts: (0..=parts).map(|p| starts[2 * p]).collect(),
+                order,
+                slots,
+                args,
+            });
+            base = base
+                .checked_add(n as u32)
+                .ok_or_else(|| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
         }
         Ok(DenseRows(batches))
     }
@@ -206,55 +228,67 @@ impl DenseRows {
     }
 }
 
-/// Puts each partition's rows whose slot no other row of the morsel has first (keeping row
-/// order on both sides), and records where they end.
-fn split_singles(layout: Layout, batches: &mut [DenseBatch]) {
-    // Per slot of the partition at hand: the partition's tag (its number plus one) and the
-    // morsel's rows with that slot (saturating). Both loops are branch-free: whether a key
-    // repeats is as good as random.
-    let mut tag = vec![0u32; layout.slots(0)];
-    let mut count = vec![0u8; layout.slots(0)];
-    // Each batch's rows and slots in their new order (singles of a partition from the front
-    // of its run, the rest from the back).
-    let mut sorted: Vec<(Vec<u32>, Vec<u32>)> = batches
-        .iter()
-        .map(|b| (vec![0u32; b.order.len()], vec![0u32; b.order.len()]))
-        .collect();
-    for p in 0..layout.partitions() {
-        let t = p as u32 + 1;
-        for b in batches.iter() {
-            for &slot in &b.slots[b.starts[p] as usize..b.starts[p + 1] as usize] {
-                let s = slot as usize;
-                let fresh = tag[s] != t;
-                tag[s] = t;
-                count[s] = if fresh { 1 } else { count[s].saturating_add(1) };
-            }
-        }
-        for (b, (order, slots)) in batches.iter_mut().zip(&mut sorted) {
-            let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
-            let (mut front, mut back) = (start, end);
-            for k in start..end {
-                let (row, slot) = (b.order[k], b.slots[k]);
-                let single = count[slot as usize] == 1;
-                // Written at both ends; the end that advances keeps it, and the other place
-                // is not yet final (some later row lands there).
-                let last = back.saturating_sub(1).max(front);
-                order[front] = row;
-                slots[front] = slot;
-                order[last] = row;
-                slots[last] = slot;
-                front += usize::from(single);
-                back -= usize::from(!single);
-            }
-            b.singles[p] = front as u32;
-            // The rest were written from the back: reversed, they are in row order.
-            order[front..end].reverse();
-            slots[front..end].reverse();
+/// A worker's count of one morsel's rows per key offset, to tell the keys that no other
+/// row of the morsel has. Entries are `tag << 2 | rows` (rows saturating at 2), so the
+/// entries of earlier morsels (older tags) need no clearing. A range wider than the table
+/// shares entries between offsets (by a multiplicative hash): a shared entry counts the
+/// rows of all its offsets, so a key it calls single is single, and a missed single only
+/// takes the way of the others (fresh states), which gives the same bits.
+struct RowCounts {
+    entries: Vec<u32>,
+    tag: u32,
+    /// Whether offsets index the entries directly (the range fits the table).
+    direct: bool,
+}
+
+/// log2 of [`RowCounts`]' entries (512 KB: in the second-level cache).
+const ROW_COUNT_BITS: u32 = 17;
+
+impl RowCounts {
+    fn new() -> Self {
+        RowCounts {
+            entries: vec![0; 1 << ROW_COUNT_BITS],
+            tag: 0,
+            direct: true,
         }
     }
-    for (b, (order, slots)) in batches.iter_mut().zip(sorted) {
-        b.order = order;
-        b.slots = slots;
+
+    /// Starts counting a new morsel's rows.
+    fn start_morsel(&mut self, layout: Layout) {
+        self.direct = layout.values <= 1 << ROW_COUNT_BITS;
+        self.tag += 1;
+        if self.tag >= 1 << 30 {
+            self.entries.fill(0);
+            self.tag = 1;
+        }
+    }
+
+    #[inline(always)]
+    fn entry(&self, offset: u32) -> usize {
+        if self.direct {
+            offset as usize
+        } else {
+            (offset.wrapping_mul(0x9E37_79B9) >> (32 - ROW_COUNT_BITS)) as usize
+        }
+    }
+
+    /// Counts a row with key `offset`.
+    #[inline(always)]
+    fn add(&mut self, offset: u32) {
+        let i = self.entry(offset);
+        let e = self.entries[i];
+        let rows = if e >> 2 == self.tag {
+            (e & 3) + u32::from(e & 3 < 2)
+        } else {
+            1
+        };
+        self.entries[i] = self.tag << 2 | rows;
+    }
+
+    /// Whether the morsel's only row with key `offset` was counted (after all were).
+    #[inline(always)]
+    fn single(&self, offset: u32) -> bool {
+        self.entries[self.entry(offset)] & 3 == 1
     }
 }
 
@@ -328,11 +362,22 @@ impl AggregateSink {
             .new_accs()?
             .iter()
             .all(Accumulator::one_row_folds_exactly);
+        // Row counts for the scatter's split, one table per task running at a time.
+        let spare = std::sync::Mutex::new(Vec::new());
         let dealt = parallel_map(self.threads, units, |_, unit| {
             Ok::<_, ExecError>(match unit {
                 Unit::Tables(run) => Dealt::Groups(self.deal_dense(layout, run)?),
+                Unit::Kept(morsel, kept) if singles_direct => {
+                    let taken = spare.lock().ok().and_then(|mut s| s.pop());
+                    let mut counts = taken.unwrap_or_else(RowCounts::new);
+                    let rows = DenseRows::scatter(layout, kept, Some(&mut counts));
+                    if let Ok(mut s) = spare.lock() {
+                        s.push(counts);
+                    }
+                    Dealt::Rows(morsel, rows?)
+                }
                 Unit::Kept(morsel, kept) => {
-                    Dealt::Rows(morsel, DenseRows::scatter(layout, kept, singles_direct)?)
+                    Dealt::Rows(morsel, DenseRows::scatter(layout, kept, None)?)
                 }
             })
         });
