@@ -38,6 +38,9 @@ struct Pipe {
     ops: Vec<Box<dyn Operator>>,
     labels: Vec<StageLabel>,
     schema: PlanSchema,
+    /// The batches the source reads when it reads a node's materialized result (a sort's,
+    /// a union's, a limit's): with no operators after it, they are the pipe's output.
+    materialized: Option<Arc<Vec<Batch>>>,
 }
 
 /// A test handed down from a hash join to the memory scan under its probe side: column
@@ -168,7 +171,17 @@ pub fn execute(plan: &LogicalPlan, ctx: &ExecContext) -> ExecResult<Vec<Batch>> 
     };
     // Every stage's label carries its node's estimate: each is computed once.
     morsel_planner::optimizer::cardinality::with_estimates_of(plan, || {
-        build(plan, &ctx)?.run(&ctx, &CollectSink, Some(plan))
+        let pipe = build(plan, &ctx)?;
+        // A result already materialized with nothing after it is the answer as it is: a
+        // pipeline collecting it again would only hand its rows over morsel by morsel.
+        match (&pipe.materialized, pipe.ops.is_empty()) {
+            (Some(batches), true) => Ok(batches
+                .iter()
+                .filter(|b| b.num_rows() > 0)
+                .cloned()
+                .collect()),
+            _ => pipe.run(&ctx, &CollectSink, Some(plan)),
+        }
     })
 }
 
@@ -194,10 +207,11 @@ fn materialized_arc(
     node: &LogicalPlan,
 ) -> Pipe {
     Pipe {
-        source: Box::new(MemorySource::new(name, batches)),
+        source: Box::new(MemorySource::new(name, batches.clone())),
         ops: Vec::new(),
         labels: vec![label(format!("Read {name} result"), Some(node))],
         schema: schema.clone(),
+        materialized: Some(batches),
     }
 }
 
@@ -301,6 +315,7 @@ fn scan_pipe(
         source,
         ops: Vec::new(),
         schema: scan.schema.clone(),
+        materialized: None,
     };
     if let (Some(pred), TableSource::Memory(table)) = (predicate, &scan.source) {
         let keys = keys.and_then(|k| {
