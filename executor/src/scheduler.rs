@@ -48,6 +48,10 @@ pub trait Source: Send + Sync {
     fn scan_metrics(&self) -> Option<crate::context::ScanMetrics> {
         None
     }
+    /// How many morsels the source hands out, where it knows before the first.
+    fn morsel_count(&self) -> Option<usize> {
+        None
+    }
     /// The next morsel from the shared cursor, in increasing `seq` order.
     fn next_morsel(&self) -> ExecResult<Option<Morsel>>;
     /// Reads a morsel's batches.
@@ -259,7 +263,9 @@ pub fn run_pipeline<S: Sink>(
 
     if ctx.explain_only {
         // Nothing runs: the pipeline is only described.
-    } else if ctx.threads == 1 {
+    } else if ctx.threads == 1 || source.morsel_count().is_some_and(|n| n <= 1) {
+        // One morsel or none (an aggregate's few groups, a Top-K's rows) runs on the calling
+        // thread: waking the workers would take longer than the work.
         work(0);
     } else {
         pool().scope(|s| {

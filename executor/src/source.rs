@@ -54,6 +54,10 @@ impl Source for MemorySource {
         self.name.clone()
     }
 
+    fn morsel_count(&self) -> Option<usize> {
+        Some(self.morsels.len())
+    }
+
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
         let i = self.cursor.fetch_add(1, Ordering::SeqCst);
         Ok(self.morsels.get(i).map(|&(batch, offset, len)| Morsel {
