@@ -1029,7 +1029,7 @@ mod tests {
     /// states take a group's only row straight in (sums, counts, averages, MIN) and with
     /// every other kind, at 1, 2 and 8 threads. Without first-seen order put back, the same
     /// groups in partition order, the same at every thread count. Keys 1000 apart too: a
-    /// range wider than the scatter's table of row counts, which then hashes the keys.
+    /// range wider than the scatter's tables of where keys occur, which then hash the keys.
     #[test]
     fn dense_merge_equals_serial_merge_by_value_bit_for_bit() {
         let mut near = morsels();

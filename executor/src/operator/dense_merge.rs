@@ -18,8 +18,8 @@
 //! aggregate's state takes one row as exactly as it folds a fresh state holding it (sums,
 //! counts, averages, MIN, MAX), those rows add straight into the partition's states
 //! (suite `high100k`: the fold took 5.2 ms with fresh states for every row, 2.5 ms adding
-//! every row straight in). Which keys are single the scatter reads from a worker's table of
-//! rows per key offset, counted in the pass that computes the offsets ([`RowCounts`]).
+//! every row straight in). Which keys are single the scatter reads from a worker's tables
+//! of the first and last row of each key offset in the morsel ([`Occurrences`]).
 
 use morsel_storage::{Column, DataType};
 
@@ -141,21 +141,23 @@ struct DenseRows(Vec<DenseBatch>);
 
 impl DenseRows {
     /// Orders the morsel's rows by partition, each partition's rows split into those whose
-    /// key no other row of the morsel has and the rest, when `counts` is given to count
-    /// them (else all count as the rest). Three passes over each batch: its key offsets
-    /// (counted), each row's run (partition, and whether single) with the runs' sizes, and
-    /// the rows placed in their runs; then the arguments gathered in that order.
+    /// key no other row of the morsel has and the rest, when `seen` is given to tell them
+    /// (else all count as the rest). Passes over each batch: its key offsets, each row
+    /// marked as its key's last and (backward) first, each row's run (partition, and
+    /// whether single) with the runs' sizes, and the rows placed in their runs; then the
+    /// arguments gathered in that order.
     fn scatter(
         layout: Layout,
         pending: PendingRows,
-        mut counts: Option<&mut RowCounts>,
+        mut seen: Option<&mut Occurrences>,
     ) -> ExecResult<Self> {
         let parts = layout.partitions();
         let mut offsets_of = Vec::new();
         let mut args_of = Vec::new();
-        if let Some(c) = counts.as_deref_mut() {
-            c.start_morsel(layout);
+        if let Some(s) = seen.as_deref_mut() {
+            s.start_morsel(layout);
         }
+        let mut rows = 0u32;
         pending.drain(|keys, args| {
             let super::aggregate::BatchKeys::Int(col) = keys else {
                 return Err(ExecError::Internal(
@@ -163,18 +165,25 @@ impl DenseRows {
                 ));
             };
             let mut offsets = vec![0u32; col.len()];
-            match counts.as_deref_mut() {
-                Some(c) => for_each_int(col, |i, v| {
-                    let o = layout.offset(v);
-                    c.add(o);
-                    offsets[i] = o;
-                }),
-                None => for_each_int(col, |i, v| offsets[i] = layout.offset(v)),
+            for_each_int(col, |i, v| offsets[i] = layout.offset(v));
+            if let Some(s) = seen.as_deref_mut() {
+                s.mark_last(rows, &offsets);
             }
+            rows = u32::try_from(col.len())
+                .ok()
+                .and_then(|n| rows.checked_add(n))
+                .ok_or_else(|| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
             offsets_of.push(offsets);
             args_of.push(args.to_vec());
             Ok(())
         })?;
+        if let Some(s) = seen.as_deref_mut() {
+            let mut end = rows;
+            for offsets in offsets_of.iter().rev() {
+                end -= offsets.len() as u32;
+                s.mark_first(end, offsets);
+            }
+        }
         let mut batches = Vec::with_capacity(offsets_of.len());
         let mut base = 0u32;
         for (offsets, args) in offsets_of.into_iter().zip(args_of) {
@@ -183,8 +192,10 @@ impl DenseRows {
             // the others.
             let mut runs = vec![0u16; n];
             let mut starts = vec![0u32; 2 * parts + 1];
-            for (r, &o) in runs.iter_mut().zip(&offsets) {
-                let other = counts.as_deref().is_none_or(|c| !c.single(o));
+            for (i, (r, &o)) in runs.iter_mut().zip(&offsets).enumerate() {
+                let other = seen
+                    .as_deref()
+                    .is_none_or(|s| !s.single(o, base + i as u32));
                 let run = 2 * layout.place(o).0 + usize::from(other);
                 starts[run + 1] += 1;
                 *r = run as u16;
@@ -213,9 +224,7 @@ impl DenseRows {
                 slots,
                 args,
             });
-            base = base
-                .checked_add(n as u32)
-                .ok_or_else(|| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
+            base += n as u32;
         }
         Ok(DenseRows(batches))
     }
@@ -228,67 +237,90 @@ impl DenseRows {
     }
 }
 
-/// A worker's count of one morsel's rows per key offset, to tell the keys that no other
-/// row of the morsel has. Entries are `tag << 2 | rows` (rows saturating at 2), so the
-/// entries of earlier morsels (older tags) need no clearing. A range wider than the table
-/// shares entries between offsets (by a multiplicative hash): a shared entry counts the
-/// rows of all its offsets, so a key it calls single is single, and a missed single only
-/// takes the way of the others (fresh states), which gives the same bits.
-struct RowCounts {
-    entries: Vec<u32>,
-    tag: u32,
-    /// Whether offsets index the entries directly (the range fits the table).
+/// A worker's record of where in one morsel each key offset was first and last seen, to
+/// tell the keys that no other row of the morsel has (first = last = the row). Both tables
+/// are only written while counting (forward for the last row, backward for the first), so
+/// no row waits on an earlier row's update of the same entry, as a count would (a hot key
+/// every few rows, suite `skewed`, held each count back for the one before); and every entry
+/// a row reads was written for that row's morsel, so nothing is cleared between morsels. A
+/// range wider than the tables shares entries between offsets (by a multiplicative hash): a
+/// shared entry spans the rows of all its offsets, so a key it calls single is single, and
+/// a missed single only takes the way of the others (fresh states), which gives the same
+/// bits.
+struct Occurrences {
+    first: Vec<u32>,
+    last: Vec<u32>,
+    /// Whether offsets index the entries directly (the range fits the tables).
     direct: bool,
 }
 
-/// log2 of [`RowCounts`]' entries (512 KB: in the second-level cache).
-const ROW_COUNT_BITS: u32 = 17;
+/// log2 of [`Occurrences`]' entries (two tables of 512 KB: in the second-level cache).
+const OCCURRENCE_BITS: u32 = 17;
 
-impl RowCounts {
+impl Occurrences {
     fn new() -> Self {
-        RowCounts {
-            entries: vec![0; 1 << ROW_COUNT_BITS],
-            tag: 0,
+        Occurrences {
+            first: vec![0; 1 << OCCURRENCE_BITS],
+            last: vec![0; 1 << OCCURRENCE_BITS],
             direct: true,
         }
     }
 
-    /// Starts counting a new morsel's rows.
+    /// Starts on a new morsel's rows.
     fn start_morsel(&mut self, layout: Layout) {
-        self.direct = layout.values <= 1 << ROW_COUNT_BITS;
-        self.tag += 1;
-        if self.tag >= 1 << 30 {
-            self.entries.fill(0);
-            self.tag = 1;
-        }
+        self.direct = layout.values <= 1 << OCCURRENCE_BITS;
     }
 
     #[inline(always)]
-    fn entry(&self, offset: u32) -> usize {
-        if self.direct {
+    fn entry(direct: bool, offset: u32) -> usize {
+        if direct {
             offset as usize
         } else {
-            (offset.wrapping_mul(0x9E37_79B9) >> (32 - ROW_COUNT_BITS)) as usize
+            (offset.wrapping_mul(0x9E37_79B9) >> (32 - OCCURRENCE_BITS)) as usize
         }
     }
 
-    /// Counts a row with key `offset`.
-    #[inline(always)]
-    fn add(&mut self, offset: u32) {
-        let i = self.entry(offset);
-        let e = self.entries[i];
-        let rows = if e >> 2 == self.tag {
-            (e & 3) + u32::from(e & 3 < 2)
-        } else {
-            1
-        };
-        self.entries[i] = self.tag << 2 | rows;
+    /// Records rows `base..` of the morsel (keys `offsets`) as their keys' last so far (the
+    /// morsel's batches in order).
+    fn mark_last(&mut self, base: u32, offsets: &[u32]) {
+        Self::mark(
+            &mut self.last,
+            self.direct,
+            base,
+            offsets.iter().enumerate(),
+        );
     }
 
-    /// Whether the morsel's only row with key `offset` was counted (after all were).
+    /// Records rows `base..` of the morsel (keys `offsets`) as their keys' first so far (the
+    /// morsel's batches in reverse order).
+    fn mark_first(&mut self, base: u32, offsets: &[u32]) {
+        Self::mark(
+            &mut self.first,
+            self.direct,
+            base,
+            offsets.iter().enumerate().rev(),
+        );
+    }
+
     #[inline(always)]
-    fn single(&self, offset: u32) -> bool {
-        self.entries[self.entry(offset)] & 3 == 1
+    fn mark<'a>(
+        table: &mut [u32],
+        direct: bool,
+        base: u32,
+        rows: impl Iterator<Item = (usize, &'a u32)>,
+    ) {
+        match direct {
+            true => rows.for_each(|(i, &o)| table[Self::entry(true, o)] = base + i as u32),
+            false => rows.for_each(|(i, &o)| table[Self::entry(false, o)] = base + i as u32),
+        }
+    }
+
+    /// Whether row `row` of the morsel (key `offset`) is its key's only row (after the
+    /// morsel's rows were all marked).
+    #[inline(always)]
+    fn single(&self, offset: u32, row: u32) -> bool {
+        let e = Self::entry(self.direct, offset);
+        (self.first[e] == row) & (self.last[e] == row)
     }
 }
 
@@ -362,17 +394,18 @@ impl AggregateSink {
             .new_accs()?
             .iter()
             .all(Accumulator::one_row_folds_exactly);
-        // Row counts for the scatter's split, one table per task running at a time.
+        // Where keys occur in a morsel, for the scatter's split: tables for each task running
+        // at a time.
         let spare = std::sync::Mutex::new(Vec::new());
         let dealt = parallel_map(self.threads, units, |_, unit| {
             Ok::<_, ExecError>(match unit {
                 Unit::Tables(run) => Dealt::Groups(self.deal_dense(layout, run)?),
                 Unit::Kept(morsel, kept) if singles_direct => {
                     let taken = spare.lock().ok().and_then(|mut s| s.pop());
-                    let mut counts = taken.unwrap_or_else(RowCounts::new);
-                    let rows = DenseRows::scatter(layout, kept, Some(&mut counts));
+                    let mut seen = taken.unwrap_or_else(Occurrences::new);
+                    let rows = DenseRows::scatter(layout, kept, Some(&mut seen));
                     if let Ok(mut s) = spare.lock() {
-                        s.push(counts);
+                        s.push(seen);
                     }
                     Dealt::Rows(morsel, rows?)
                 }
