@@ -326,6 +326,33 @@ mod tests {
         );
     }
 
+    /// Every byte of a date replaced by each of the 256 values: a date only where a digit
+    /// stays a digit and a dash a dash, and the day is real.
+    #[test]
+    fn every_single_byte_change_is_checked() {
+        for base in ["2023-06-15", "1996-02-29", "2100-12-31", "0000-01-01"] {
+            for pos in 0..10 {
+                for b in 0..=255u8 {
+                    let mut t = base.as_bytes().to_vec();
+                    t[pos] = b;
+                    let shaped = t.iter().enumerate().all(|(i, &c)| match i {
+                        4 | 7 => c == b'-',
+                        _ => c.is_ascii_digit(),
+                    });
+                    let expect = shaped.then(|| {
+                        let text = std::str::from_utf8(&t).unwrap();
+                        let y: i64 = text[0..4].parse().unwrap();
+                        let m: u32 = text[5..7].parse().unwrap();
+                        let d: u32 = text[8..10].parse().unwrap();
+                        let real = (1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m);
+                        real.then(|| days_from_civil(y, m, d) as i32)
+                    });
+                    assert_eq!(parse_date(&t), expect.flatten(), "{t:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn round_trips_dates() {
         for s in [
