@@ -14,6 +14,7 @@
 pub mod batch;
 pub mod bitmap;
 pub mod buffer;
+pub mod cache_hint;
 pub mod column;
 pub mod csv;
 pub mod datatype;

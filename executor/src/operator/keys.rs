@@ -14,6 +14,8 @@ use morsel_storage::{
     BitmapBuilder, Column, ColumnBuilder, DataType, NativeType, PrimitiveColumn, Utf8Column,
 };
 
+pub use morsel_storage::cache_hint::prefetch;
+
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::compare::bytes_eq;
 
@@ -253,20 +255,6 @@ pub fn for_each_int_at(c: &Column, rows: &[u32], mut f: impl FnMut(usize, Option
 /// at gaps (a filter's survivors) outrun the hardware prefetcher, and reading them stalled
 /// on each value (TPC-H Q3's and Q20's lineitem keys).
 pub const PREFETCH_ROWS_AHEAD: usize = 64;
-
-/// Asks the processor to load the cache line holding `value`.
-#[inline(always)]
-pub fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of every x86_64 target, and a prefetch only hints the cache:
-        // it reads nothing and cannot fault (the address is a live value anyway).
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
-}
 
 /// Calls `f(row, value)` for every row of an integer-like column, widened to i64 (`None`
 /// for NULL); does nothing for other columns.

@@ -18,6 +18,7 @@ use super::split::Block;
 use super::tokenize::{field_bytes, Dialect, FieldSpan, TokenError, TokenErrorKind, Tokenizer};
 use crate::batch::Batch;
 use crate::bitmap::Bitmap;
+use crate::cache_hint::prefetch;
 use crate::column::{Column, ColumnBuilder};
 use crate::datatype::{DataType, SchemaRef};
 use crate::parse;
@@ -557,6 +558,12 @@ impl<'a> BlockUtf8<'a> {
 }
 
 /// The fields of one projected column of a tokenized block.
+/// How many rows ahead a column's field bytes are hinted to the cache: a column's fields
+/// lie a record apart, at varying gaps the hardware prefetcher does not follow (lineitem
+/// decode: 3-4% less CPU, `parse_date` waited mostly on its field's first load; text
+/// fields, copied whole, gained nothing from it).
+const FIELDS_AHEAD: usize = 32;
+
 struct FieldCursor<'a> {
     decoder: &'a BlockDecoder,
     buf: &'a [u8],
@@ -578,6 +585,7 @@ impl FieldCursor<'_> {
     ) -> Result<(), (usize, CsvErrorKind)> {
         let mut scratch = Vec::new();
         for row in rows {
+            self.hint_ahead(row);
             let field = self.field(row, &mut scratch);
             if f(field, self.appends(row)).is_err() {
                 let text = self.field(row, &mut scratch).unwrap_or_default();
@@ -606,6 +614,18 @@ impl FieldCursor<'_> {
             f(field, self.appends(row)).map_err(|kind| (row, kind))?;
         }
         Ok(())
+    }
+
+    /// Hints the field [`FIELDS_AHEAD`] rows after `row` to the cache.
+    #[inline(always)]
+    fn hint_ahead(&self, row: usize) {
+        let spans = &self.tokenized.columns[self.slot];
+        if let Some(b) = spans
+            .get(row + FIELDS_AHEAD)
+            .and_then(|s| self.buf.get(s.start as usize))
+        {
+            prefetch(b);
+        }
     }
 
     #[inline(always)]
