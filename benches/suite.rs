@@ -1,8 +1,9 @@
 //! The micro-benchmark suite: `cargo bench --bench suite`. Prints CSV: a header line with the
 //! configuration, then one line per workload with best / median / p90 time and a checksum.
 //!
-//! Inputs come from a fixed seed and are built before timing. Each workload runs once untimed,
-//! then `BENCH_REPS` (default 5) timed repetitions. Outside the timed region its result is
+//! Inputs come from a fixed seed and are built before timing. Each workload runs
+//! `BENCH_WARMUP` times untimed (default 1; the peers' harness asks for as many as it gives
+//! the peers), then `BENCH_REPS` (default 5) timed repetitions. Outside the timed region its result is
 //! validated: the checksum at `MORSEL_THREADS` workers must equal the checksum at 1 worker,
 //! and, where the oracle (benches/common/oracle.rs) covers the workload, the oracle's; the run
 //! exits non-zero on any mismatch.
@@ -148,6 +149,7 @@ fn register(sessions: &[&Session], name: &str, batch: &Batch) {
 
 struct Suite {
     threads: usize,
+    warmup: usize,
     reps: usize,
     filter: Option<String>,
     main: Session,
@@ -182,6 +184,9 @@ impl Suite {
                 return;
             }
         };
+        for _ in 1..self.warmup {
+            self.main.execute(&w.sql).expect("ran once already");
+        }
         let mut times: Vec<u128> = Vec::with_capacity(self.reps);
         let mut last: Option<QueryResult> = None;
         for _ in 0..self.reps {
@@ -286,14 +291,14 @@ fn main() {
     let flag = |v: &str| std::env::var(v).is_ok_and(|x| !x.is_empty() && x != "0");
     let smoke = flag("BENCH_SMOKE");
     let threads = morsel::ExecContext::default().threads;
-    let reps = if smoke {
-        1
-    } else {
-        std::env::var("BENCH_REPS")
+    let count = |var: &str, default: usize| {
+        std::env::var(var)
             .ok()
             .and_then(|r| r.parse().ok())
-            .unwrap_or(5)
+            .unwrap_or(default)
     };
+    let reps = if smoke { 1 } else { count("BENCH_REPS", 5) };
+    let warmup = if smoke { 1 } else { count("BENCH_WARMUP", 1) };
     let mut sizes = if smoke {
         // 50,000 rows: three whole morsels and a short last one, so that merges of several
         // partials (a last morsel of mostly distinct keys kept as rows among them) are
@@ -317,6 +322,7 @@ fn main() {
     println!("workload,rows,null_density,variant,group_shape,threads,reps,best_ns,median_ns,p90_ns,rows_per_s,checksum");
     let mut suite = Suite {
         threads,
+        warmup,
         reps,
         filter: std::env::var("BENCH_FILTER").ok(),
         main: Session::with_threads(threads),

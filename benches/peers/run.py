@@ -3,6 +3,7 @@
 
     python3 benches/peers/run.py [--threads 1,2] [--sf 1] [--runs 3] [--tpch-only|--suite-only]
                                  [--tpch-memory] [--suite-rows 1000000] [--suite-workloads a,b]
+                                 [--suite-warmup 1]
 
 Creates benches/peers/.venv with the pinned versions in requirements.txt on first use, builds
 morsel's benchmark binaries, generates the data (TPC-H with tpchgen at --sf; the suite's tables
@@ -12,7 +13,11 @@ and, for TPC-H over CSV, peak memory (max RSS from /usr/bin/time -v), per engine
 `--tpch-memory` runs TPC-H on tables loaded into memory first (each engine loads the tables
 the query names, untimed) instead of over the CSV files. `--suite-rows 10000000` runs the
 suite's in-memory workloads on its 10M-row tables (the CSV workloads exist at 1M rows only);
-`--suite-workloads` keeps the workloads named (first word, as the suite names them).
+`--suite-workloads` keeps the workloads named (first word, as the suite names them);
+`--suite-warmup N` runs each suite query N times untimed before the timed runs, in every
+engine alike (default 1, morsel's suite always ran one): on this VM, reading memory speeds
+up over the first ~10 passes after it was written (docs/benchmarks.md), which sways the
+few-millisecond workloads by how their tables were built.
 
 Every engine runs each query in its own process, `--runs` times; the time is the median of
 those runs, measured inside the process (start-up and table registration excluded) up to a
@@ -93,8 +98,10 @@ def worker(args):
         def rows_of(df):
             return df.columns, df.rows()
 
-    times = []
     result = None
+    for _ in range(args.warmup):
+        result = run()
+    times = []
     for _ in range(runs):
         t = time.perf_counter()
         result = run()
@@ -150,9 +157,9 @@ def same_result(path_a, path_b, ordered):
     return True
 
 
-def peer(py, engine, sql, setup, runs, threads, out):
+def peer(py, engine, sql, setup, runs, threads, out, warmup=0):
     cmd = [py, os.path.abspath(__file__), "_worker", "--engine", engine, "--sql", sql, "--setup", json.dumps(setup),
-           "--runs", str(runs), "--threads", str(threads), "--out", out]
+           "--runs", str(runs), "--threads", str(threads), "--out", out, "--warmup", str(warmup)]
     stdout, cpu, rss, ok, err = timed(cmd)
     if not ok:
         last = [l for l in err.splitlines() if l.strip() and not l.startswith("\t")]
@@ -235,7 +242,8 @@ def suite(py, args, threads):
     if n not in (1_000_000, 10_000_000):
         sys.exit("--suite-rows is 1000000 or 10000000 (the sizes the suite generates)")
     export = os.path.join(ROOT, "target", "bench-data", "export")
-    env = dict(os.environ, MORSEL_THREADS=str(threads), BENCH_REPS=str(args.runs))
+    env = dict(os.environ, MORSEL_THREADS=str(threads), BENCH_REPS=str(args.runs),
+               BENCH_WARMUP=str(max(args.suite_warmup, 1)))
     if n > 1_000_000:
         env["BENCH_LARGE"] = "1"
     chosen = [w for w in SUITE if not args.suite_workloads or w[0].split(" ")[0] in args.suite_workloads.split(",")]
@@ -277,7 +285,8 @@ def suite(py, args, threads):
                            env=dict(os.environ, MORSEL_THREADS=str(threads)))
         res = {"morsel": {"ms": morsel_suite(name.split(" ")[0]).get(name)}}
         for engine in ("duckdb", "polars"):
-            res[engine] = peer(py, engine, sql, setup, args.runs, threads, f"{stem}.{engine}.csv")
+            res[engine] = peer(py, engine, sql, setup, args.runs, threads, f"{stem}.{engine}.csv",
+                               max(args.suite_warmup, 1))
             if "ms" in res[engine]:
                 res[engine]["agrees"] = same_result(stem + ".morsel.csv", f"{stem}.{engine}.csv", ordered)
         where = "from CSV" if on_csv else "in memory"
@@ -318,6 +327,7 @@ def main():
         for a in ("--engine", "--sql", "--setup", "--out"):
             p.add_argument(a, required=True)
         p.add_argument("--runs", type=int, default=3)
+        p.add_argument("--warmup", type=int, default=0)
         p.add_argument("--threads", type=int, default=1)
         return worker(p.parse_args(sys.argv[2:]))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -328,6 +338,7 @@ def main():
     p.add_argument("--suite-only", action="store_true")
     p.add_argument("--tpch-memory", action="store_true")
     p.add_argument("--suite-rows", type=int, default=1_000_000)
+    p.add_argument("--suite-warmup", type=int, default=1)
     p.add_argument("--suite-workloads", default="")
     args = p.parse_args()
     py = venv_python()
