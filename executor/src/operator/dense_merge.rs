@@ -381,7 +381,7 @@ impl AggregateSink {
                 Partial::Pending(r) => units.push(Unit::Kept(i, r)),
                 // A morsel without rows.
                 Partial::Table(t) if t.keys.is_empty() => {}
-                Partial::Table(_) | Partial::Rows(_) => {
+                Partial::Table(_) | Partial::Rows(_) | Partial::Global(_) => {
                     return Err(ExecError::Internal(
                         "a dense merge received keys not held by value".into(),
                     ))

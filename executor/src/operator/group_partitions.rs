@@ -300,6 +300,11 @@ impl AggregateSink {
                     sizes.push(r.rows());
                     units.push(Unit::Pending(i, r));
                 }
+                Partial::Global(_) => {
+                    return Err(ExecError::Internal(
+                        "a global partial reached the partitioned merge".into(),
+                    ))
+                }
             }
         }
         let dealt = parallel_map(self.threads, units, |_, unit| {
@@ -418,9 +423,9 @@ impl AggregateSink {
             let mut t: GroupTable = match t {
                 Partial::Table(t) => t,
                 Partial::Ints(t) => t.into_encoded(),
-                Partial::Rows(_) | Partial::Pending(_) => {
+                Partial::Rows(_) | Partial::Pending(_) | Partial::Global(_) => {
                     return Err(ExecError::Internal(
-                        "scattered rows dealt as a table".into(),
+                        "scattered rows or a global partial dealt as a table".into(),
                     ))
                 }
             };

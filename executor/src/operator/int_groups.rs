@@ -268,7 +268,7 @@ pub(super) fn int_bounds(partials: &[Partial]) -> Option<(i64, i64)> {
             Partial::Ints(t) => t.ids.range().0,
             Partial::Pending(r) => r.int_range()?,
             Partial::Table(t) if t.keys.is_empty() => None,
-            Partial::Table(_) | Partial::Rows(_) => return None,
+            Partial::Table(_) | Partial::Rows(_) | Partial::Global(_) => return None,
         };
         if let Some((lo, hi)) = range {
             bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
