@@ -3,10 +3,10 @@
 //!
 //! Inputs come from a fixed seed and are built before timing. Each workload runs
 //! `BENCH_WARMUP` times untimed (default 1; the peers' harness asks for as many as it gives
-//! the peers), then `BENCH_REPS` (default 5) timed repetitions. Outside the timed region its result is
-//! validated: the checksum at `MORSEL_THREADS` workers must equal the checksum at 1 worker,
-//! and, where the oracle (benches/common/oracle.rs) covers the workload, the oracle's; the run
-//! exits non-zero on any mismatch.
+//! the peers), then `BENCH_REPS` (default 5) timed repetitions. Outside the timed region
+//! its result is validated: the checksum at `MORSEL_THREADS` workers must equal the
+//! checksum at 1 worker and, where the oracle (benches/common/oracle.rs) covers the
+//! workload, the oracle's; the run exits non-zero on any mismatch.
 //!
 //! `BENCH_SMOKE=1`: 1,000- and 50,000-row inputs, one repetition (CI runs this as a correctness
 //! check). `BENCH_LARGE=1`: adds 10,000,000-row inputs. `BENCH_FILTER=text`: only workloads

@@ -98,9 +98,9 @@ impl Instr {
 pub struct FusedProgram {
     instrs: Vec<Instr>,
     kinds: Vec<Kind>,
-    /// By register: a DOUBLE column that only arithmetic reads, which reads each chunk
-    /// where the column holds it instead of from a copy in the register (the copies were
-    /// most of suite `arithmetic_chain`'s samples, as `memmove`).
+    /// By register: whether it loads a DOUBLE column that only arithmetic reads, which
+    /// then reads each chunk where the column holds it, not from a copy in the register
+    /// (the copies were most of suite `arithmetic_chain`'s samples, as `memmove`).
     in_place: Vec<bool>,
     inputs: Vec<PhysExpr>,
     out_type: DataType,

@@ -616,8 +616,8 @@ impl AggregateSink {
         }
     }
 
-    /// A global aggregate's partial: every row is in the one group, no keys to encode.
-    /// A global aggregate's states over a morsel's batches (`None` when they have no rows).
+    /// A global aggregate's partial: its states over a morsel's batches, every row in the
+    /// one group, no keys to encode (`None` when the batches have no rows).
     fn consume_global(&self, batches: &[Batch]) -> ExecResult<Option<Vec<Accumulator>>> {
         let mut states: Option<Vec<Accumulator>> = None;
         for batch in batches {

@@ -239,7 +239,7 @@ impl DenseRows {
 
 /// A worker's record of where in one morsel each key offset was first and last seen, to
 /// tell the keys that no other row of the morsel has (first = last = the row). Both tables
-/// are only written while counting (forward for the last row, backward for the first), so
+/// are only written while marking (forward for the last row, backward for the first), so
 /// no row waits on an earlier row's update of the same entry, as a count would (a hot key
 /// every few rows, suite `skewed`, held each count back for the one before); and every entry
 /// a row reads was written for that row's morsel, so nothing is cleared between morsels. A
