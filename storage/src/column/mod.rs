@@ -3,6 +3,7 @@
 
 mod boolean;
 mod builder;
+mod compress;
 mod primitive;
 mod utf8;
 
