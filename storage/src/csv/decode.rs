@@ -1,19 +1,21 @@
 //! Decodes one block into a batch of the projected columns.
 //!
-//! Two passes: the tokenizer records, for each projected column, the span of its field in
-//! every record (one list per column, so each column's parse loop reads its spans in
-//! sequence), then each projected column is parsed in one tight loop straight into its
-//! builder. Unprojected fields are never parsed: a block of the usual shape is tokenized at
-//! once (`separators`), where a field is found by index; otherwise record by record
-//! (`tokenize`), where the fields after the last projected one are only counted. Errors are
-//! reported for the first offending record in file order, whichever column finds it.
+//! Two passes: the tokenizer finds every projected field, then each projected column is
+//! parsed in one tight loop straight into its builder. Unprojected fields are never parsed:
+//! a block of the usual shape is tokenized at once (`separators`), where a field is found
+//! by index, and when all its records have the expected width its fields are read in place
+//! from the separators; otherwise the span of each projected field is listed per column
+//! (so each column's parse loop reads its spans in sequence), and a block of an unusual
+//! shape is tokenized record by record (`tokenize`), where the fields after the last
+//! projected one are only counted. Errors are reported for the first offending record in
+//! file order, whichever column finds it.
 
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::error::{CsvError, CsvErrorKind};
-use super::separators;
+use super::separators::{self, BlockTokens, UniformFields};
 use super::split::Block;
 use super::tokenize::{field_bytes, Dialect, FieldSpan, TokenError, TokenErrorKind, Tokenizer};
 use crate::batch::Batch;
@@ -86,16 +88,41 @@ const MISSING: FieldSpan = FieldSpan {
     escaped: false,
 };
 
+/// Where the projected fields of a tokenized block lie.
+enum Fields {
+    /// The spans of each projected column (one list per projection slot, a span per row):
+    /// each column's parse loop then reads its spans in sequence.
+    Spans(Vec<Vec<FieldSpan>>),
+    /// Read in place from the block's separators.
+    Uniform(UniformFields),
+}
+
 struct Tokenized {
     /// Whether the record-by-record tokenizer read the block.
     record_by_record: bool,
-    /// The spans of each projected column (one list per projection slot, a span per row):
-    /// each column's parse loop then reads its spans in sequence.
-    columns: Vec<Vec<FieldSpan>>,
+    fields: Fields,
+    /// Each row's line, for [`Fields::Spans`].
     lines: Vec<u64>,
     skipped: Vec<SkippedRow>,
     /// A syntax error that stopped tokenizing before row `.0` (without ignore_errors).
     stop: Option<(usize, CsvError)>,
+}
+
+impl Tokenized {
+    fn rows(&self) -> usize {
+        match &self.fields {
+            Fields::Spans(_) => self.lines.len(),
+            Fields::Uniform(u) => u.rows(),
+        }
+    }
+
+    /// The 1-based line of row `row`.
+    fn line(&self, row: usize) -> u64 {
+        match &self.fields {
+            Fields::Spans(_) => self.lines[row],
+            Fields::Uniform(u) => u.line(row),
+        }
+    }
 }
 
 impl BlockDecoder {
@@ -158,23 +185,32 @@ impl BlockDecoder {
         let buf = &block.data[..];
         let width = self.projection.len();
         let expected = self.file_schema.len();
+        let mut columns = vec![Vec::new(); width];
         let mut out = Tokenized {
             record_by_record: false,
-            columns: vec![Vec::new(); width],
+            fields: Fields::Spans(Vec::new()),
             lines: Vec::new(),
             skipped: Vec::new(),
             stop: None,
         };
-        if separators::tokenize_block(
+        match separators::tokenize_block(
             buf,
             block.first_line,
             &self.dialect,
             &self.projection,
             expected,
-            &mut out.columns,
+            &mut columns,
             &mut out.lines,
         ) {
-            return out;
+            BlockTokens::Uniform(u) => {
+                out.fields = Fields::Uniform(u);
+                return out;
+            }
+            BlockTokens::Spans => {
+                out.fields = Fields::Spans(columns);
+                return out;
+            }
+            BlockTokens::Declined => {}
         }
         out.record_by_record = true;
         let mut tok = Tokenizer::new(buf, block.first_line, &self.dialect);
@@ -221,7 +257,7 @@ impl BlockDecoder {
                 });
                 continue;
             }
-            for (column, &c) in out.columns.iter_mut().zip(&self.projection) {
+            for (column, &c) in columns.iter_mut().zip(&self.projection) {
                 column.push(fields.get(c).copied().unwrap_or(MISSING));
             }
             out.lines.push(rec.line);
@@ -230,10 +266,11 @@ impl BlockDecoder {
                 let per_record = tok.position().max(1) / 32;
                 let rows = buf.len() / per_record.max(1) + 32;
                 out.lines.reserve(rows);
-                out.columns.iter_mut().for_each(|c| c.reserve(rows));
+                columns.iter_mut().for_each(|c| c.reserve(rows));
             }
         }
-        debug_assert!(out.columns.iter().all(|c| c.len() == out.lines.len()));
+        debug_assert!(columns.iter().all(|c| c.len() == out.lines.len()));
+        out.fields = Fields::Spans(columns);
         out
     }
 
@@ -246,9 +283,9 @@ impl BlockDecoder {
     /// `ignore_errors` skips the offending records and lists them.
     pub fn decode(&self, block: &Block) -> Result<DecodedBlock, CsvError> {
         let started = Instant::now();
-        let tokenized = self.tokenize(block);
+        let mut tokenized = self.tokenize(block);
         let tokenize_ns = started.elapsed().as_nanos() as u64;
-        let rows = tokenized.lines.len();
+        let rows = tokenized.rows();
         let width = self.projection.len();
         let buf = &block.data[..];
         let utf8 = BlockUtf8::new(buf, &self.dialect);
@@ -267,7 +304,7 @@ impl BlockDecoder {
                 self.parse_into(&mut builder, buf, &tokenized, slot, from..end, None, &utf8)
             {
                 let err = CsvError::new(&self.file, kind)
-                    .at_line(tokenized.lines[row])
+                    .at_line(tokenized.line(row))
                     .in_column(field, self.column_name(field));
                 if !self.ignore_errors {
                     first = Some((row, field, err));
@@ -291,11 +328,11 @@ impl BlockDecoder {
                 return Err(err);
             }
         }
-        if let Some((_, err)) = tokenized.stop {
+        if let Some((_, err)) = tokenized.stop.take() {
             return Err(err);
         }
         let mut columns: Vec<Column> = columns.into_iter().map(ColumnBuilder::finish).collect();
-        let mut skipped = tokenized.skipped;
+        let mut skipped = std::mem::take(&mut tokenized.skipped);
         let mut kept_rows = rows;
         if !bad.is_empty() {
             let keep = crate::bitmap::Bitmap::from_bools(bad.iter().map(Option::is_none));
@@ -305,7 +342,7 @@ impl BlockDecoder {
                 if let Some(reason) = reason {
                     skipped.push(SkippedRow {
                         file: self.file.clone(),
-                        line: tokenized.lines[row],
+                        line: tokenized.line(row),
                         reason,
                     });
                 }
@@ -345,7 +382,7 @@ impl BlockDecoder {
         if tokenized.stop.is_some() {
             return self.decode_then_filter(block, filter);
         }
-        let rows = tokenized.lines.len();
+        let rows = tokenized.rows();
         let buf = &block.data[..];
         let utf8 = BlockUtf8::new(buf, &self.dialect);
         let slots = filter.slots();
@@ -431,7 +468,7 @@ impl BlockDecoder {
         keep: Option<&Bitmap>,
         utf8: &BlockUtf8,
     ) -> Option<Column> {
-        let rows = tokenized.lines.len();
+        let rows = tokenized.rows();
         let ty = self.file_schema.field(self.projection[slot]).data_type;
         let mut builder = ColumnBuilder::with_capacity(ty, keep.map_or(rows, Bitmap::count_ones));
         self.parse_into(&mut builder, buf, tokenized, slot, 0..rows, keep, utf8)
@@ -459,6 +496,7 @@ impl BlockDecoder {
             buf,
             tokenized,
             slot,
+            column: self.projection[slot],
             keep,
         };
         match builder {
@@ -569,6 +607,8 @@ struct FieldCursor<'a> {
     buf: &'a [u8],
     tokenized: &'a Tokenized,
     slot: usize,
+    /// The file column at `slot`.
+    column: usize,
     keep: Option<&'a Bitmap>,
 }
 
@@ -619,11 +659,12 @@ impl FieldCursor<'_> {
     /// Hints the field [`FIELDS_AHEAD`] rows after `row` to the cache.
     #[inline(always)]
     fn hint_ahead(&self, row: usize) {
-        let spans = &self.tokenized.columns[self.slot];
-        if let Some(b) = spans
-            .get(row + FIELDS_AHEAD)
-            .and_then(|s| self.buf.get(s.start as usize))
-        {
+        let ahead = row + FIELDS_AHEAD;
+        let start = match &self.tokenized.fields {
+            Fields::Spans(columns) => columns[self.slot].get(ahead).map(|s| s.start as usize),
+            Fields::Uniform(u) => (ahead < u.rows()).then(|| u.start(ahead, self.column)),
+        };
+        if let Some(b) = start.and_then(|s| self.buf.get(s)) {
             prefetch(b);
         }
     }
@@ -636,7 +677,10 @@ impl FieldCursor<'_> {
     /// Row `row`'s field, or `None` when it is missing or a null string.
     #[inline(always)]
     fn field<'s>(&'s self, row: usize, scratch: &'s mut Vec<u8>) -> Option<&'s [u8]> {
-        let span = self.tokenized.columns[self.slot][row];
+        let span = match &self.tokenized.fields {
+            Fields::Spans(columns) => columns[self.slot][row],
+            Fields::Uniform(u) => u.span(self.buf, row, self.column),
+        };
         if span.start == MISSING.start {
             return None;
         }
