@@ -204,7 +204,7 @@ impl<T: NativeType> PrimitiveBuilder<T> {
         self.validity.push(false);
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn push_option(&mut self, v: Option<T>) {
         match v {
             Some(v) => self.push(v),
