@@ -18,8 +18,8 @@
 //! aggregate's state takes one row as exactly as it folds a fresh state holding it (sums,
 //! counts, averages, MIN, MAX), those rows add straight into the partition's states
 //! (suite `high100k`: the fold took 5.2 ms with fresh states for every row, 2.5 ms adding
-//! every row straight in). Which keys are single the scatter reads from a worker's tables
-//! of the first and last row of each key offset in the morsel ([`Occurrences`]).
+//! every row straight in). Which keys are single the scatter reads from a worker's bitmaps
+//! of the key offsets the morsel holds once and more than once ([`Occurrences`]).
 
 use morsel_storage::{Column, DataType};
 
@@ -142,10 +142,10 @@ struct DenseRows(Vec<DenseBatch>);
 impl DenseRows {
     /// Orders the morsel's rows by partition, each partition's rows split into those whose
     /// key no other row of the morsel has and the rest, when `seen` is given to tell them
-    /// (else all count as the rest). Passes over each batch: its key offsets, each row
-    /// marked as its key's last and (backward) first, each row's run (partition, and
-    /// whether single) with the runs' sizes, and the rows placed in their runs; then the
-    /// arguments gathered in that order.
+    /// (else all count as the rest). Passes over each batch: its key offsets, each row's
+    /// key marked as seen (once, or more), each row's run (partition, and whether single)
+    /// with the runs' sizes, and the rows placed in their runs; then the arguments gathered
+    /// in that order.
     fn scatter(
         layout: Layout,
         pending: PendingRows,
@@ -167,7 +167,7 @@ impl DenseRows {
             let mut offsets = vec![0u32; col.len()];
             for_each_int(col, |i, v| offsets[i] = layout.offset(v));
             if let Some(s) = seen.as_deref_mut() {
-                s.mark_last(rows, &offsets);
+                s.mark(&offsets);
             }
             rows = u32::try_from(col.len())
                 .ok()
@@ -177,13 +177,6 @@ impl DenseRows {
             args_of.push(args.to_vec());
             Ok(())
         })?;
-        if let Some(s) = seen.as_deref_mut() {
-            let mut end = rows;
-            for offsets in offsets_of.iter().rev() {
-                end -= offsets.len() as u32;
-                s.mark_first(end, offsets);
-            }
-        }
         let mut batches = Vec::with_capacity(offsets_of.len());
         let mut base = 0u32;
         for (offsets, args) in offsets_of.into_iter().zip(args_of) {
@@ -192,10 +185,8 @@ impl DenseRows {
             // the others.
             let mut runs = vec![0u16; n];
             let mut starts = vec![0u32; 2 * parts + 1];
-            for (i, (r, &o)) in runs.iter_mut().zip(&offsets).enumerate() {
-                let other = seen
-                    .as_deref()
-                    .is_none_or(|s| !s.single(o, base + i as u32));
+            for (r, &o) in runs.iter_mut().zip(&offsets) {
+                let other = seen.as_deref().is_none_or(|s| !s.single(o));
                 let run = 2 * layout.place(o).0 + usize::from(other);
                 starts[run + 1] += 1;
                 *r = run as u16;
@@ -237,90 +228,79 @@ impl DenseRows {
     }
 }
 
-/// A worker's record of where in one morsel each key offset was first and last seen, to
-/// tell the keys that no other row of the morsel has (first = last = the row). Both tables
-/// are only written while marking (forward for the last row, backward for the first), so
-/// no row waits on an earlier row's update of the same entry, as a count would (a hot key
-/// every few rows, suite `skewed`, held each count back for the one before); and every entry
-/// a row reads was written for that row's morsel, so nothing is cleared between morsels. A
-/// range wider than the tables shares entries between offsets (by a multiplicative hash): a
-/// shared entry spans the rows of all its offsets, so a key it calls single is single, and
-/// a missed single only takes the way of the others (fresh states), which gives the same
-/// bits.
+/// A worker's record of which key offsets one morsel holds once and which more than once:
+/// two bitmaps (`once`, `twice`) of one bit per offset, 16 KB each at most, so marking a
+/// row (`twice |= once & bit; once |= bit`, no branch) and asking after it stay in the
+/// first-level cache. A key every few rows (suite `skewed`) chains its rows' updates of one
+/// word, which costs a few cycles each; tables of each offset's first and last row avoided
+/// that chain but took two passes and two second-level-cache tables of 512 KB (a third of
+/// the scatter's time at 10M rows). A range wider than the bitmaps shares bits between
+/// offsets (by a multiplicative hash): a shared bit is set twice when its offsets hold two
+/// rows together, so a key it calls single is single, and a missed single only takes the
+/// way of the others (fresh states), which gives the same bits.
 struct Occurrences {
-    first: Vec<u32>,
-    last: Vec<u32>,
-    /// Whether offsets index the entries directly (the range fits the tables).
+    once: Vec<u64>,
+    twice: Vec<u64>,
+    /// Whether offsets index the bits directly (the range fits the bitmaps).
     direct: bool,
 }
 
-/// log2 of [`Occurrences`]' entries (two tables of 512 KB: in the second-level cache).
+/// log2 of [`Occurrences`]' bits per bitmap.
 const OCCURRENCE_BITS: u32 = 17;
 
 impl Occurrences {
     fn new() -> Self {
         Occurrences {
-            first: vec![0; 1 << OCCURRENCE_BITS],
-            last: vec![0; 1 << OCCURRENCE_BITS],
+            once: vec![0; 1 << (OCCURRENCE_BITS - 6)],
+            twice: vec![0; 1 << (OCCURRENCE_BITS - 6)],
             direct: true,
         }
     }
 
-    /// Starts on a new morsel's rows.
+    /// Starts on a new morsel's rows: clears the bits the range uses.
     fn start_morsel(&mut self, layout: Layout) {
         self.direct = layout.values <= 1 << OCCURRENCE_BITS;
-    }
-
-    #[inline(always)]
-    fn entry(direct: bool, offset: u32) -> usize {
-        if direct {
-            offset as usize
+        let words = if self.direct {
+            layout.values.div_ceil(64) as usize
         } else {
-            (offset.wrapping_mul(0x9E37_79B9) >> (32 - OCCURRENCE_BITS)) as usize
-        }
-    }
-
-    /// Records rows `base..` of the morsel (keys `offsets`) as their keys' last so far (the
-    /// morsel's batches in order).
-    fn mark_last(&mut self, base: u32, offsets: &[u32]) {
-        Self::mark(
-            &mut self.last,
-            self.direct,
-            base,
-            offsets.iter().enumerate(),
-        );
-    }
-
-    /// Records rows `base..` of the morsel (keys `offsets`) as their keys' first so far (the
-    /// morsel's batches in reverse order).
-    fn mark_first(&mut self, base: u32, offsets: &[u32]) {
-        Self::mark(
-            &mut self.first,
-            self.direct,
-            base,
-            offsets.iter().enumerate().rev(),
-        );
+            self.once.len()
+        };
+        self.once[..words].fill(0);
+        self.twice[..words].fill(0);
     }
 
     #[inline(always)]
-    fn mark<'a>(
-        table: &mut [u32],
-        direct: bool,
-        base: u32,
-        rows: impl Iterator<Item = (usize, &'a u32)>,
-    ) {
-        match direct {
-            true => rows.for_each(|(i, &o)| table[Self::entry(true, o)] = base + i as u32),
-            false => rows.for_each(|(i, &o)| table[Self::entry(false, o)] = base + i as u32),
+    fn bit(direct: bool, offset: u32) -> (usize, u64) {
+        let e = if direct {
+            offset
+        } else {
+            offset.wrapping_mul(0x9E37_79B9) >> (32 - OCCURRENCE_BITS)
+        };
+        ((e >> 6) as usize, 1 << (e & 63))
+    }
+
+    /// Records the rows of keys `offsets` (any order).
+    fn mark(&mut self, offsets: &[u32]) {
+        #[inline(always)]
+        fn each(once: &mut [u64], twice: &mut [u64], direct: bool, offsets: &[u32]) {
+            for &o in offsets {
+                let (w, b) = Occurrences::bit(direct, o);
+                twice[w] |= once[w] & b;
+                once[w] |= b;
+            }
+        }
+        match self.direct {
+            true => each(&mut self.once, &mut self.twice, true, offsets),
+            false => each(&mut self.once, &mut self.twice, false, offsets),
         }
     }
 
-    /// Whether row `row` of the morsel (key `offset`) is its key's only row (after the
-    /// morsel's rows were all marked).
+    /// Whether key `offset` has only one row in the morsel (after the morsel's rows were all
+    /// marked).
     #[inline(always)]
-    fn single(&self, offset: u32, row: u32) -> bool {
-        let e = Self::entry(self.direct, offset);
-        (self.first[e] == row) & (self.last[e] == row)
+    fn single(&self, offset: u32) -> bool {
+        let (w, b) = Self::bit(self.direct, offset);
+        self.twice[w] & b == 0
     }
 }
 
