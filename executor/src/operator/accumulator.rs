@@ -528,14 +528,15 @@ impl Accumulator {
         Ok(())
     }
 
-    /// Folds `other`'s group g into this state's group `mapping[g]`.
-    pub fn merge(&mut self, other: Accumulator, mapping: &[u32]) -> ExecResult<()> {
-        if self.merge_more(&other, mapping)? {
+    /// Folds `other`'s group g into this state's group `mapping[g]`; values `other` holds
+    /// (MIN / MAX) are moved out, so `other` is only fit to be reset (`resize(0)`) after.
+    pub fn merge(&mut self, other: &mut Accumulator, mapping: &[u32]) -> ExecResult<()> {
+        if self.merge_more(other, mapping)? {
             return Ok(());
         }
         match (self, other) {
             (Accumulator::Count(a), Accumulator::Count(b)) => {
-                for (g, v) in b.into_iter().enumerate() {
+                for (g, &v) in b.iter().enumerate() {
                     a[mapping[g] as usize] += v;
                 }
             }
@@ -590,8 +591,8 @@ impl Accumulator {
                 }
             }
             (Accumulator::Extreme { min, values, .. }, Accumulator::Extreme { values: v2, .. }) => {
-                for (g, v) in v2.into_iter().enumerate() {
-                    let Some(v) = v else { continue };
+                for (g, v) in v2.iter_mut().enumerate() {
+                    let Some(v) = v.take() else { continue };
                     let slot = &mut values[mapping[g] as usize];
                     if slot.as_ref().is_none_or(|cur| better(*min, &v, cur)) {
                         *slot = Some(v);
@@ -745,7 +746,7 @@ mod tests {
                 fresh.resize(1);
                 let b = fresh
                     .update(&[0], Some(&last))
-                    .and_then(|()| folded.merge(fresh, &[0]));
+                    .and_then(|()| folded.merge(&mut fresh, &[0]));
                 assert_eq!(a.is_err(), b.is_err(), "{func:?} {col:?}");
                 if a.is_ok() {
                     let bits = |c: Column| {

@@ -229,10 +229,11 @@ pub(super) fn update_accs(
 }
 
 /// Combines a partial's states `parts` into `accs`: the partial's group g into group
-/// `mapping[g]` of `groups` groups in all.
+/// `mapping[g]` of `groups` groups in all. `parts` are only fit to be reset after (see
+/// [`Accumulator::merge`]).
 pub(super) fn merge_accs(
     accs: &mut [Accumulator],
-    parts: Vec<Accumulator>,
+    parts: &mut [Accumulator],
     groups: usize,
     mapping: &[u32],
 ) -> ExecResult<()> {
@@ -644,7 +645,7 @@ impl AggregateSink {
         let mut accs = self.new_accs()?;
         for p in partials {
             match p {
-                Partial::Global(Some(states)) => merge_accs(&mut accs, states, 1, &[0])?,
+                Partial::Global(Some(mut states)) => merge_accs(&mut accs, &mut states, 1, &[0])?,
                 Partial::Global(None) => {}
                 _ => {
                     return Err(ExecError::Internal(
@@ -671,12 +672,12 @@ impl AggregateSink {
         let mut global = self.new_table()?;
         let mut local = LocalIds::default();
         for p in partials {
-            let p = match p {
+            let mut p = match p {
                 Partial::Table(p) => p,
                 Partial::Pending(rows) => {
-                    let (states, mapping) =
+                    let (mut states, mapping) =
                         rows.states(&mut local, self.new_accs()?, |keys| Ok(global.ids(&keys)))?;
-                    merge_accs(&mut global.accs, states, global.keys.len(), mapping)?;
+                    merge_accs(&mut global.accs, &mut states, global.keys.len(), mapping)?;
                     continue;
                 }
                 Partial::Ints(_) | Partial::Rows(_) | Partial::Global(_) => {
@@ -688,7 +689,7 @@ impl AggregateSink {
             let mapping: Vec<u32> = (0..p.keys.len())
                 .map(|g| global.keys.intern(p.keys.key(g), p.keys.hash(g)).0)
                 .collect();
-            merge_accs(&mut global.accs, p.accs, global.keys.len(), &mapping)?;
+            merge_accs(&mut global.accs, &mut p.accs, global.keys.len(), &mapping)?;
         }
         let groups = global.keys.len();
         let columns = self.output(global.keys.keys(), global.accs)?;

@@ -460,14 +460,16 @@ impl AggregateSink {
             }
         };
         let mut local_of = LocalIds::default();
+        // A morsel's fresh states, reset for each morsel (their room kept).
+        let mut local = self.new_accs()?;
         let mut ids = Vec::new();
         for piece in pieces {
             match piece {
-                Piece::Groups(g) => {
+                Piece::Groups(mut g) => {
                     for (&slot, &from) in g.slots.iter().zip(&g.from) {
                         see(slot, from);
                     }
-                    merge_accs(&mut accs, g.accs, slots, &g.slots)?;
+                    merge_accs(&mut accs, &mut g.accs, slots, &g.slots)?;
                 }
                 Piece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
                 Piece::Rows { morsel, rows } => {
@@ -496,7 +498,7 @@ impl AggregateSink {
                         continue;
                     }
                     local_of.start_morsel();
-                    let mut local = self.new_accs()?;
+                    local.iter_mut().for_each(|a| a.resize(0));
                     for b in batches.iter().filter(|b| many(b)) {
                         let (start, end) = (b.singles[p] as usize, b.starts[p + 1] as usize);
                         let batch_slots = &b.slots[start..end];
@@ -510,7 +512,7 @@ impl AggregateSink {
                             acc.update(&ids, arg.as_ref())?;
                         }
                     }
-                    merge_accs(&mut accs, local, slots, local_of.mapping())?;
+                    merge_accs(&mut accs, &mut local, slots, local_of.mapping())?;
                 }
             }
         }

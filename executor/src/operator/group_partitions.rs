@@ -473,10 +473,12 @@ impl AggregateSink {
         let mut first_seen: Vec<(u32, u32)> = Vec::new();
         // A morsel's local group id for each of the partition's groups.
         let mut local_of = LocalIds::default();
+        // A morsel's fresh states, reset for each morsel (their room kept).
+        let mut local = self.new_accs()?;
         let (mut merge_ids, mut ids) = (Vec::new(), Vec::new());
         for piece in pieces {
             match piece {
-                Piece::Groups(piece) => {
+                Piece::Groups(mut piece) => {
                     let mut mapping = Vec::with_capacity(piece.from.len());
                     for (k, &from) in piece.from.iter().enumerate() {
                         let (id, new) = t.keys.intern(piece.keys.key(k), piece.keys.hash(k));
@@ -485,7 +487,7 @@ impl AggregateSink {
                         }
                         mapping.push(id);
                     }
-                    merge_accs(&mut t.accs, piece.accs, t.keys.len(), &mapping)?;
+                    merge_accs(&mut t.accs, &mut piece.accs, t.keys.len(), &mapping)?;
                 }
                 Piece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
                 Piece::Rows { morsel, rows } => {
@@ -493,7 +495,7 @@ impl AggregateSink {
                     // The morsel's groups in this partition, in first-seen order, as the
                     // partition's ids: the fresh states' ids map through it.
                     local_of.start_morsel();
-                    let mut local = self.new_accs()?;
+                    local.iter_mut().for_each(|a| a.resize(0));
                     for b in &rows.batches {
                         let (start, end) = (b.starts[p] as usize, b.starts[p + 1] as usize);
                         merge_ids.clear();
@@ -523,7 +525,7 @@ impl AggregateSink {
                             acc.update(&ids, arg.as_ref())?;
                         }
                     }
-                    merge_accs(&mut t.accs, local, t.keys.len(), local_of.mapping())?;
+                    merge_accs(&mut t.accs, &mut local, t.keys.len(), local_of.mapping())?;
                 }
             }
         }

@@ -128,7 +128,7 @@ impl AggregateSink {
         // The largest key so far and its group.
         let mut seam: Option<(i64, u32)> = None;
         for p in partials {
-            let t = match p {
+            let mut t = match p {
                 Partial::Ints(t) => t,
                 Partial::Table(t) if t.keys.is_empty() => continue,
                 _ => return Err(internal("a merge of sorted integer keys")),
@@ -149,7 +149,7 @@ impl AggregateSink {
                     }
                 })
                 .collect();
-            merge_accs(&mut accs, t.accs, values.len(), &mapping)?;
+            merge_accs(&mut accs, &mut t.accs, values.len(), &mapping)?;
             let last = t
                 .ids
                 .get(max)
@@ -180,7 +180,7 @@ impl AggregateSink {
         let mut global: Option<IntTable> = None;
         let mut local = LocalIds::default();
         for p in partials {
-            let t = match p {
+            let mut t = match p {
                 Partial::Ints(t) => t,
                 Partial::Table(t) if t.keys.is_empty() => continue,
                 Partial::Pending(rows) => {
@@ -191,12 +191,12 @@ impl AggregateSink {
                         Some(g) => g,
                         None => global.insert(new_table(ty)?),
                     };
-                    let (states, mapping) =
+                    let (mut states, mapping) =
                         rows.states(&mut local, self.new_accs()?, |keys| match keys {
                             BatchKeys::Int(col) => Ok(global.ids(col)),
                             _ => Err(internal("a merge of integer keys")),
                         })?;
-                    merge_accs(&mut global.accs, states, global.values.len(), mapping)?;
+                    merge_accs(&mut global.accs, &mut states, global.values.len(), mapping)?;
                     continue;
                 }
                 _ => return Err(internal("a merge of integer keys")),
@@ -217,7 +217,7 @@ impl AggregateSink {
                     .0
                 })
                 .collect();
-            merge_accs(&mut global.accs, t.accs, global.values.len(), &mapping)?;
+            merge_accs(&mut global.accs, &mut t.accs, global.values.len(), &mapping)?;
         }
         match global {
             Some(g) => self.int_output(g.values, g.accs),
