@@ -7,16 +7,11 @@
 
 use std::cmp::Ordering;
 
+use morsel_storage::cache_hint::prefetch_ahead;
 use morsel_storage::{Bitmap, NativeType, PrimitiveColumn};
 
 /// Independent partial sums of a float reduction.
 pub const LANES: usize = 8;
-
-/// How many rows ahead of a reduction's reads its values are hinted to the cache. This
-/// VM's hardware prefetcher kept a sum over 10M doubles at 12 GB/s on one core (6.6 ms;
-/// Polars 4.1 ms); hinting 8 KB ahead: 3.4-3.6 ms (2 threads: 2.9 -> 2.2 ms). 2 and 4 KB
-/// ahead gained less, 16 KB no more.
-const ROWS_AHEAD: usize = 1024;
 
 /// The sum of the non-NULL values; `None` when there is none.
 pub fn sum_f64(x: &PrimitiveColumn<f64>) -> Option<f64> {
@@ -26,7 +21,7 @@ pub fn sum_f64(x: &PrimitiveColumn<f64>) -> Option<f64> {
         None => {
             let mut chunks = values.chunks_exact(LANES);
             for (i, c) in (&mut chunks).enumerate() {
-                hint_ahead(values, i * LANES, LANES);
+                prefetch_ahead(values, i * LANES, LANES);
                 for (l, v) in lanes.iter_mut().zip(c) {
                     *l += v;
                 }
@@ -103,7 +98,7 @@ pub fn sum_i64(x: &PrimitiveColumn<i64>) -> (i128, usize) {
         None => {
             let mut sum = 0i128;
             for (i, chunk) in values.chunks(64).enumerate() {
-                hint_ahead(values, i * 64, 64);
+                prefetch_ahead(values, i * 64, 64);
                 sum += chunk.iter().map(|&v| v as i128).sum::<i128>();
             }
             (sum, values.len())
@@ -148,20 +143,8 @@ pub fn extreme_row<T: NativeType>(
 /// Calls `f(first_row, validity_word, values)` for each run of up to 64 rows.
 fn for_each_word<T>(values: &[T], valid: &Bitmap, mut f: impl FnMut(usize, u64, &[T])) {
     for (w, chunk) in values.chunks(64).enumerate() {
-        hint_ahead(values, w * 64, 64);
+        prefetch_ahead(values, w * 64, 64);
         f(w * 64, valid.word(w), chunk);
-    }
-}
-
-/// Hints the values of rows `row..row + n`, [`ROWS_AHEAD`] rows on, to the cache: a hint a
-/// cache line (`n` rows a multiple of a line's).
-#[inline(always)]
-fn hint_ahead<T>(values: &[T], row: usize, n: usize) {
-    let per_line = (64 / std::mem::size_of::<T>()).max(1);
-    for at in (row + ROWS_AHEAD..row + ROWS_AHEAD + n).step_by(per_line) {
-        if let Some(v) = values.get(at) {
-            morsel_storage::cache_hint::prefetch(v);
-        }
     }
 }
 
