@@ -1,11 +1,13 @@
 //! The block-at-once tokenizer: finds every field separator of a block in one pass over
-//! 64-byte mask words, then reads the spans of only the projected fields of each record by
-//! index, never stepping through the fields in between.
+//! 64-byte mask words, then finds only the projected fields of each record by index, never
+//! stepping through the fields in between: in place from the separators when every record
+//! has the expected width ([`UniformFields`]), else as spans listed per column (a block
+//! with blank lines).
 //!
 //! It handles the common shape of a file: records of the expected width, quoted fields
 //! well-formed (opened right after a separator, closed right before one, inner quotes
-//! doubled), no line feed inside quotes and no comment prefix. On anything else it returns
-//! `false` having produced nothing, and the caller tokenizes the block record by record with
+//! doubled), no line feed inside quotes and no comment prefix. On anything else it declines
+//! having produced nothing, and the caller tokenizes the block record by record with
 //! [`super::tokenize::Tokenizer`], which accepts embedded line feeds and reports errors
 //! exactly. The two agree on every block this one accepts (a randomized test checks it).
 
@@ -553,11 +555,12 @@ mod tests {
             let width = if buf.starts_with(b"a,") { 2 } else { 1 };
             let (mut spans, mut lines) = (vec![vec![]; 1], vec![]);
             let tokens = tokenize_block(buf, 1, &d, &[0], width, &mut spans, &mut lines);
-            assert_eq!(
-                matches!(tokens, BlockTokens::Uniform(_)),
-                uniform,
-                "{buf:?}"
-            );
+            let kind = match tokens {
+                BlockTokens::Uniform(_) => "uniform",
+                BlockTokens::Spans => "spans",
+                BlockTokens::Declined => "declined",
+            };
+            assert_eq!(kind, if uniform { "uniform" } else { "spans" }, "{buf:?}");
             if let BlockTokens::Uniform(u) = tokens {
                 let (spans, lines) = listed(&u, buf, &[0, 1]);
                 assert_eq!(lines, vec![1, 2]);
