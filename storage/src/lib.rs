@@ -16,6 +16,7 @@ pub mod bitmap;
 pub mod buffer;
 pub mod cache_hint;
 pub mod column;
+mod compress;
 pub mod csv;
 pub mod datatype;
 pub mod error;

@@ -3,7 +3,6 @@
 
 mod boolean;
 mod builder;
-mod compress;
 mod primitive;
 mod utf8;
 

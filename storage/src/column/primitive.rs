@@ -89,7 +89,7 @@ impl<T: NativeType> PrimitiveColumn<T> {
     }
 
     /// Keeps the rows whose bit is set in `mask`: 8-byte values by AVX-512's compress where
-    /// the processor has it ([`super::compress`]); otherwise words of the mask that are all
+    /// the processor has it (`crate::compress`); otherwise words of the mask that are all
     /// set copy 64 values at once, dense words write every value to a buffer on the stack
     /// and advance by its bit (no branch), sparse ones visit their set bits.
     pub fn filter(&self, mask: &Bitmap) -> Self {
@@ -97,7 +97,7 @@ impl<T: NativeType> PrimitiveColumn<T> {
         let src = self.values();
         let kept = mask.count_ones();
         let validity = self.validity.as_ref().map(|v| v.filter(mask));
-        if let Some(values) = super::compress::keep_rows(src, mask, kept) {
+        if let Some(values) = crate::compress::keep_rows(src, mask, kept) {
             return Self::new(Buffer::from_vec(values), validity);
         }
         let mut values = Vec::with_capacity(kept);
