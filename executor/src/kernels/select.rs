@@ -5,15 +5,23 @@ use morsel_storage::{Batch, Bitmap, Column, ColumnBuilder, PrimitiveBuilder};
 
 use crate::error::{ExecError, ExecResult};
 
-/// Keeps the rows of `batch` whose bit is set in `mask` (no copy when all pass). When most
-/// rows pass, each column is filtered word by word of the mask (runs of kept rows copied
-/// whole); when few do, their positions are listed once and gathered from every column.
+/// A filter gathers its survivors by position once fewer than one row in this many is
+/// kept. Gathering by position costs per survivor, by the mask per row: a million doubles
+/// with 10% NULLs, one thread, listed and gathered 0.8 ms at a quarter kept and 1.2 ms at
+/// half, filtered by the mask 0.5 ms at both (without NULLs 0.47-0.49 against 0.39-0.40
+/// ms); about equal between one in eight and one in sixteen.
+const LIST_BELOW: usize = 8;
+
+/// Keeps the rows of `batch` whose bit is set in `mask` (no copy when all pass). Unless few
+/// rows pass, each column is filtered by the mask, whose cost hardly depends on how many
+/// pass (AVX-512's compress for values, BMI2's bit extract for validity); when fewer than
+/// one in [`LIST_BELOW`] do, their positions are listed once and gathered from every column.
 pub fn filter_batch(batch: &Batch, mask: &Bitmap) -> ExecResult<Batch> {
     let kept = mask.count_ones();
     if kept == batch.num_rows() {
         return Ok(batch.clone());
     }
-    if kept * 2 < batch.num_rows() {
+    if kept * LIST_BELOW < batch.num_rows() {
         let rows: Vec<u32> = mask.set_positions();
         return take_batch(batch, &rows);
     }

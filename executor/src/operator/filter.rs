@@ -182,7 +182,7 @@ struct Selection {
     kept: Option<Bitmap>,
     /// Their positions in `batch`, once few remain.
     rows: Option<Vec<u32>>,
-    /// Survivors are listed once at most one row in this many is left.
+    /// Survivors are listed once at most one row in this many is left (`usize::MAX`: never).
     list_below: usize,
 }
 
@@ -247,7 +247,7 @@ impl Selection {
             Some(k) => k.and(&mask),
             None => mask,
         };
-        if mask.count_ones() * self.list_below <= self.batch.num_rows() {
+        if mask.count_ones().saturating_mul(self.list_below) <= self.batch.num_rows() {
             self.rows = Some(mask.set_positions());
         } else {
             self.kept = Some(mask);
@@ -315,7 +315,10 @@ impl FilterOp {
         for (i, step) in self.steps.iter().enumerate() {
             sel.list_below = match self.steps.get(i + 1) {
                 Some(next) if next.is_cheap() => LIST_BELOW_BEFORE_CHEAP,
-                _ => LIST_BELOW,
+                Some(_) => LIST_BELOW,
+                // After the last test the mask is handed on: gathering by it lists the
+                // survivors only where that is cheaper (`select::filter_batch`).
+                None => usize::MAX,
             };
             match step {
                 Step::IntRange {
@@ -348,6 +351,7 @@ mod tests {
     use crate::expr::PhysExpr;
     use crate::operator::hash_join::JoinTable;
     use crate::scheduler::Operator;
+    use crate::selected::{Live, Selected};
 
     fn less_than(column: usize, value: i64) -> PhysExpr {
         compare(column, BinaryOp::Lt, ScalarValue::Int64(value))
@@ -500,6 +504,42 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "{order}");
         }
+    }
+
+    /// The last test hands its survivors on as a mask however few they are (gathering
+    /// decides whether to list them); an earlier one lists them once few are left, and the
+    /// next test reads the list.
+    #[test]
+    fn only_tests_before_the_last_list_their_survivors() {
+        let n = 1000i64;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Int64, false),
+            Field::new("y", DataType::Int64, false),
+        ]));
+        let x = Column::Int64(PrimitiveColumn::from_vec((0..n).collect()));
+        let batch = Batch::try_new(schema, vec![x.clone(), x], n as usize).unwrap();
+        // Tests `column < value`, in order (on two columns: one column's merge into a range).
+        let run = |tests: &[(usize, i64)]| {
+            let tests = tests
+                .iter()
+                .map(|&(c, v)| Test::Conjunct(less_than(c, v), true));
+            let op = FilterOp::new(tests.collect());
+            let out = op
+                .execute_selected(Selected::all(batch.clone()), true)
+                .unwrap();
+            match out.live {
+                Live::Mask(m) => ("mask", m.set_positions()),
+                Live::Rows(r) => ("rows", r),
+                _ => panic!("a filter hands on a mask or a list"),
+            }
+        };
+        let upto = |k: u32| (0..k).collect::<Vec<u32>>();
+        assert_eq!(run(&[(0, 300)]), ("mask", upto(300)));
+        assert_eq!(run(&[(0, 20)]), ("mask", upto(20)));
+        // x < 20 leaves 2%: listed, and y < 10 then reads the list.
+        assert_eq!(run(&[(0, 20), (1, 10)]), ("rows", upto(10)));
+        assert_eq!(run(&[(0, 300), (1, 10)]), ("mask", upto(10)));
+        assert_eq!(run(&[(0, 0)]), ("rows", upto(0)));
     }
 
     /// A test of a join's keys keeps exactly the rows whose key the build side has (never a
