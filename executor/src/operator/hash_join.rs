@@ -279,13 +279,20 @@ impl JoinTable {
         mut p: Vec<u32>,
         mut b: Vec<u32>,
     ) -> ExecResult<Candidates> {
-        let packed;
-        let cols = match &self.packing {
+        // Listed rows' packed keys lie side by side: they are probed as a whole column, and
+        // the pairs' probe positions mapped back to rows after.
+        let (packed, listed);
+        let first_pair = p.len();
+        let (cols, rows) = match &self.packing {
             Some(p) if cols.iter().all(is_int_column) => {
                 packed = [p.pack(cols, rows)];
-                &packed[..]
+                listed = rows;
+                (&packed[..], None)
             }
-            _ => cols,
+            _ => {
+                listed = None;
+                (cols, rows)
+            }
         };
         let null_key = match (&self.keys, cols) {
             // One loop per kind of integer index (each inlines its lookup).
@@ -297,7 +304,14 @@ impl JoinTable {
                 };
                 self.probe_ints(one, rows, find, &mut p, &mut b)
             }
-            (KeyIndex::Int { map, present }, [one]) if is_int_column(one) => match present {
+            (
+                KeyIndex::Int {
+                    map,
+                    present,
+                    hashed,
+                },
+                [one],
+            ) if is_int_column(one) => match present {
                 Some(bits) => {
                     // The keys that may match are hinted first (their misses overlap), where
                     // the map is too large to stay in cache: a pass over the probe keys that
@@ -316,7 +330,13 @@ impl JoinTable {
                     let find = |v| bits.has(v).then(|| map.get(v)).flatten();
                     self.probe_ints(one, rows, find, &mut p, &mut b)
                 }
-                None => self.probe_ints(one, rows, |v| map.get(v), &mut p, &mut b),
+                None => match hashed {
+                    Some(h) => {
+                        let find = |v| h.may_have(v).then(|| map.get(v)).flatten();
+                        self.probe_ints(one, rows, find, &mut p, &mut b)
+                    }
+                    None => self.probe_ints(one, rows, |v| map.get(v), &mut p, &mut b),
+                },
             },
             (KeyIndex::Ranked { bits, ranks }, [one]) if is_int_column(one) => {
                 if self.unique {
@@ -357,6 +377,16 @@ impl JoinTable {
                     "join probe keys do not match the build keys".into(),
                 ))
             }
+        };
+        let null_key = match listed {
+            Some(rows) => {
+                for i in &mut p[first_pair..] {
+                    *i = rows[*i as usize];
+                }
+                // NULL keys only matter to anti and mark joins, which read no selection.
+                vec![false; n]
+            }
+            None => null_key,
         };
         Ok(Candidates {
             probe: p,
@@ -1279,7 +1309,8 @@ mod tests {
     /// either key matches nothing, probe values outside a build column's range (below and
     /// above, in either column) match nothing, negative and huge values included; ranges
     /// too wide to pack fall back to encoded keys with the same answer; of listed rows, only
-    /// theirs.
+    /// theirs. Packed keys spanning too wide a range for a bit per value are tested first
+    /// by a bit per hashed value.
     #[test]
     fn packed_integer_keys_match_a_nested_loop() {
         let mut r = Rng(29);
@@ -1300,6 +1331,12 @@ mod tests {
             assert_eq!(
                 packed,
                 spread < 1 << 56,
+                "spread {spread}: {}",
+                table.index_kind()
+            );
+            assert_eq!(
+                table.index_kind().contains("a bit per hashed value"),
+                spread == 1 << 20,
                 "spread {spread}: {}",
                 table.index_kind()
             );

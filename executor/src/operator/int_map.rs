@@ -125,6 +125,11 @@ impl IntMap {
             .filter(|id| **id != EMPTY)
     }
 
+    /// Every key, in slot order.
+    pub fn keys(&self) -> impl Iterator<Item = i64> + '_ {
+        self.slots.iter().filter(|s| s.id != EMPTY).map(|s| s.key)
+    }
+
     /// Doubles the slots, placing every key again.
     fn grow(&mut self) {
         let mut bigger = IntMap::with_capacity(self.slots.len() * 3 / 2 + 1);

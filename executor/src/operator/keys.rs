@@ -226,10 +226,10 @@ pub fn int_range(c: &Column) -> Option<(i64, i64)> {
     range
 }
 
-/// Calls `f(row, value)` for rows `rows` of an integer-like column, in their order, widened
-/// to i64 (`None` for NULL); does nothing for other columns.
+/// Calls `f(k, value)` for the `k`-th of rows `rows` of an integer-like column, in their
+/// order, widened to i64 (`None` for NULL); does nothing for other columns.
 #[inline]
-pub fn for_each_int_at(c: &Column, rows: &[u32], mut f: impl FnMut(usize, Option<i64>)) {
+fn for_each_listed_int(c: &Column, rows: &[u32], mut f: impl FnMut(usize, Option<i64>)) {
     fn each<T>(x: &PrimitiveColumn<T>, rows: &[u32], f: &mut impl FnMut(usize, Option<i64>))
     where
         T: NativeType + Into<i64>,
@@ -241,7 +241,7 @@ pub fn for_each_int_at(c: &Column, rows: &[u32], mut f: impl FnMut(usize, Option
                 prefetch(&values[ahead as usize]);
             }
             let r = r as usize;
-            f(r, valid.is_none_or(|v| v.get(r)).then(|| values[r].into()));
+            f(k, valid.is_none_or(|v| v.get(r)).then(|| values[r].into()));
         }
     }
     match c {
@@ -312,18 +312,18 @@ impl IntPacking {
     }
 
     /// Every row's packed key (NULL where some key is NULL); with `rows`, only those rows'
-    /// (a filter's survivors: the others are left 0 and valid, and must not be read).
+    /// keys, side by side (a filter's survivors: key `k` is row `rows[k]`'s).
     pub fn pack(&self, cols: &[Column], rows: Option<&[u32]>) -> Column {
-        let n = cols.first().map_or(0, Column::len);
+        let n = rows.map_or(cols.first().map_or(0, Column::len), <[u32]>::len);
         let mut packed = vec![0i64; n];
         let mut valid = vec![true; n];
         for (c, (&min, &span)) in cols.iter().zip(self.mins.iter().zip(&self.spans)) {
-            let put = |r: usize, v: Option<i64>| match v {
-                None => valid[r] = false,
+            let put = |k: usize, v: Option<i64>| match v {
+                None => valid[k] = false,
                 Some(v) => {
                     // Below `min` wraps past the span.
                     let offset = v.wrapping_sub(min) as u64;
-                    let p = &mut packed[r];
+                    let p = &mut packed[k];
                     *p = match *p >= 0 && offset < span {
                         true => *p * span as i64 + offset as i64,
                         false => -1,
@@ -332,7 +332,7 @@ impl IntPacking {
             };
             match rows {
                 None => for_each_int(c, put),
-                Some(rows) => for_each_int_at(c, rows, put),
+                Some(rows) => for_each_listed_int(c, rows, put),
             }
         }
         // Only a key column with NULLs can have made a row NULL.
