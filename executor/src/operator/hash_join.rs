@@ -25,7 +25,7 @@ use morsel_storage::{
     Batch, Bitmap, BooleanColumn, Column, NativeType, PrimitiveColumn, SchemaRef,
 };
 
-use super::join_index::{even_ranges, CheapKeys, KeyIndex};
+use super::join_index::{even_ranges, first_key_bits, CheapKeys, KeyIndex, ValueBits};
 use super::keys::{
     for_each_int, hash_key, is_int_column, prefetch, IntPacking, KeyInterner, RowKeys,
     PREFETCH_ROWS_AHEAD,
@@ -33,7 +33,6 @@ use super::keys::{
 use super::pair_filter::PairFilter;
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
-use crate::kernels::compare::retain;
 use crate::scheduler::{parallel_map, Operator, Sink};
 use crate::selected::{BuildRows, Joined, Live, Selected};
 
@@ -61,6 +60,13 @@ macro_rules! with_cheap_keys {
                 let $has = |v: i64| bits.has(v);
                 Some($body)
             }
+            (true, _) => match &t.first_key {
+                Some(bits) => {
+                    let $has = |v: i64| bits.has(v);
+                    Some($body)
+                }
+                None => None,
+            },
             _ => None,
         }
     }};
@@ -81,6 +87,9 @@ pub struct JoinTable {
     keys_only: bool,
     /// Integer keys of two to four columns, packed into one integer key.
     packing: Option<IntPacking>,
+    /// With packed keys: a bit per value of the first key column (see
+    /// `join_index::first_key_bits`).
+    first_key: Option<ValueBits>,
 }
 
 impl JoinTable {
@@ -100,6 +109,7 @@ impl JoinTable {
             .map(|e| e.evaluate(&build))
             .collect::<ExecResult<Vec<_>>>()?;
         let packing = IntPacking::of(&cols);
+        let first_key = packing.as_ref().and_then(|_| first_key_bits(&cols[0]));
         let cols = match &packing {
             Some(p) => vec![p.pack(&cols, None)],
             None => cols,
@@ -130,6 +140,7 @@ impl JoinTable {
                 unique: false,
                 keys_only,
                 packing,
+                first_key,
             });
         }
         // Every row its own key, numbered in row order (a primary key without NULLs, the
@@ -154,12 +165,14 @@ impl JoinTable {
             unique,
             keys_only,
             packing,
+            first_key,
         })
     }
 
     /// Memory held: the build rows (their values) and the index over them.
     pub fn heap_bytes(&self) -> usize {
-        let index = self.keys.heap_bytes();
+        let first_key = self.first_key.as_ref().map_or(0, |b| b.bits.len() * 8);
+        let index = self.keys.heap_bytes() + first_key;
         self.build.window_bytes() + index + (self.starts.capacity() + self.rows.capacity()) * 4
     }
 
@@ -178,6 +191,12 @@ impl JoinTable {
         if self.packing.is_some() {
             kind.push_str(" (the integer keys packed into one)");
         }
+        if let Some(bits) = &self.first_key {
+            let range = bits.bits.len() * 64;
+            kind.push_str(&format!(
+                ", a bit per first key value in a range of {range}"
+            ));
+        }
         if self.keys_only {
             kind.push_str(", keys only (no rows per key)");
         }
@@ -186,14 +205,25 @@ impl JoinTable {
 
     /// Whether a probe row's key can be tested for a match as cheaply as a comparison,
     /// before the probe: one integer key (not packed), indexed by an array or a bit per
-    /// value.
+    /// value; or, of packed keys, the first, by a bit per value (a row it keeps may still
+    /// find no match in the others).
     pub fn tests_keys_cheaply(&self) -> bool {
-        self.packing.is_none() && self.keys.cheap_keys().is_some()
+        match self.packing {
+            None => self.keys.cheap_keys().is_some(),
+            Some(_) => self.first_key.is_some(),
+        }
     }
 
-    /// Which rows of integer-like column `col` hold a key with a build row (never a NULL);
-    /// `None` where the table cannot test keys cheaply (see
-    /// [`JoinTable::tests_keys_cheaply`]). Other columns' values match no row.
+    /// Whether the cheap test reads only the first of several key columns (see
+    /// [`JoinTable::tests_keys_cheaply`]).
+    pub fn tests_first_key_only(&self) -> bool {
+        self.packing.is_some() && self.first_key.is_some()
+    }
+
+    /// Which rows of integer-like column `col` hold a key with a build row (with packed
+    /// keys: a first key some build row has), never a NULL; `None` where the table cannot
+    /// test keys cheaply (see [`JoinTable::tests_keys_cheaply`]). Other columns' values
+    /// match no row.
     pub fn key_mask(&self, col: &Column) -> Option<Bitmap> {
         #[inline(always)]
         fn each<T: NativeType + Into<i64>>(
@@ -224,9 +254,18 @@ impl JoinTable {
             has: impl Fn(i64) -> bool,
         ) {
             let (values, valid) = (x.values(), x.validity());
-            retain(rows, |i| {
-                valid.is_none_or(|m| m.get(i)) && has(values[i].into())
-            });
+            // As `retain`, with the values of rows ahead hinted to the cache.
+            let mut n = 0;
+            for k in 0..rows.len() {
+                if let Some(&ahead) = rows.get(k + PREFETCH_ROWS_AHEAD) {
+                    prefetch(&values[ahead as usize]);
+                }
+                let r = rows[k];
+                rows[n] = r;
+                let i = r as usize;
+                n += usize::from(valid.is_none_or(|m| m.get(i)) && has(values[i].into()));
+            }
+            rows.truncate(n);
         }
         with_cheap_keys!(self, |has| match col {
             Column::Int32(x) | Column::Date32(x) => each(x, rows, has),
@@ -1379,6 +1418,38 @@ mod tests {
             let want: Vec<(u32, u32)> = want.into_iter().filter(|(i, _)| i % 3 != 1).collect();
             assert_eq!(got, want, "spread {spread}, listed rows");
         }
+    }
+
+    /// Of packed keys, the first is tested cheaply (by a bit per value) where its range
+    /// allows: the rows kept, whole or listed, are those whose first key some build row has
+    /// (NULL never), a superset of the rows that find a match.
+    #[test]
+    fn packed_keys_test_their_first_key_cheaply() {
+        let mut r = Rng(31);
+        let pair = |r: &mut Rng, n: u64| {
+            let first = (r.below(10) != 0).then(|| r.below(n) as i64 * 3 - 50);
+            (first, Some(r.below(7) as i64))
+        };
+        let build: Vec<_> = (0..300).map(|_| pair(&mut r, 400)).collect();
+        let probe: Vec<_> = (0..2000).map(|_| pair(&mut r, 1000)).collect();
+        let keys = [PhysExpr::Column(0), PhysExpr::Column(1)];
+        let table = JoinTable::new(pairs_batch(&build), &keys, false, 2).expect("table");
+        assert!(table.tests_keys_cheaply() && table.tests_first_key_only());
+        let first = keys[0].evaluate(&pairs_batch(&probe)).unwrap();
+        let has = |i: usize| probe[i].0.is_some() && build.iter().any(|b| b.0 == probe[i].0);
+        let mask = table.key_mask(&first).expect("a cheap test");
+        let want: Vec<u32> = (0..probe.len() as u32)
+            .filter(|&i| has(i as usize))
+            .collect();
+        assert_eq!(mask.set_positions(), want);
+        let mut listed: Vec<u32> = (0..probe.len() as u32).filter(|i| i % 3 != 0).collect();
+        assert!(table.retain_key_rows(&first, &mut listed));
+        let want: Vec<u32> = want.into_iter().filter(|i| i % 3 != 0).collect();
+        assert_eq!(listed, want);
+        // A first key spanning too wide a range for its bits: no cheap test.
+        let wide: Vec<_> = build.iter().map(|b| (b.0.map(|v| v << 40), b.1)).collect();
+        let table = JoinTable::new(pairs_batch(&wide), &keys, false, 2).expect("table");
+        assert!(!table.tests_keys_cheaply() && table.key_mask(&first).is_none());
     }
 
     #[test]

@@ -18,14 +18,20 @@ const UNJUDGED: f64 = 0.5;
 /// part keys, 2.6-3.3 ns a row).
 const JOIN_KEY_COST: f64 = 6.0;
 
+/// A test of the first of a join's packed keys runs last in a scan's filter where it keeps
+/// at most this share of the rows.
+const FIRST_KEY_LAST_BELOW: f64 = 0.5;
+
 /// The conjuncts of `groups` (each with its selectivity on the sample, if judged) in the
 /// order to test them, and a line saying so for EXPLAIN. `join_keys` is a test of a join's
-/// keys (its description and selectivity on the sample): it comes back with the number of
-/// conjuncts to test before it, or `None` where it would be the last test (the join's probe
-/// tests the keys then anyway).
+/// keys (its description, selectivity on the sample, and whether it tests only the first
+/// of several keys): it comes back with the number of conjuncts to test before it, or
+/// `None` where it would be the last test (the join's probe tests the keys then anyway),
+/// unless it tests a first key and rules out at least [`FIRST_KEY_LAST_BELOW`] of the rows
+/// (then the probe reads and packs the other keys only for the rows it keeps).
 pub(super) fn order(
     groups: Vec<(Vec<Expr>, Option<f64>)>,
-    join_keys: Option<(String, f64)>,
+    join_keys: Option<(String, f64, bool)>,
     schema: &PlanSchema,
 ) -> (Vec<Expr>, Option<usize>, String) {
     let mut ranked: Vec<(f64, Vec<Expr>, Option<f64>)> = groups
@@ -57,9 +63,10 @@ pub(super) fn order(
         })
         .collect();
     // The join's keys go before the first group that rules out fewer rows per cost.
-    let keys_at = join_keys.and_then(|(what, fraction)| {
+    let keys_at = join_keys.and_then(|(what, fraction, first_only)| {
         let rank = (1.0 - fraction) / JOIN_KEY_COST;
-        let before = ranked.iter().position(|(r, ..)| rank > *r)?;
+        let last = (first_only && fraction <= FIRST_KEY_LAST_BELOW).then_some(ranked.len());
+        let before = ranked.iter().position(|(r, ..)| rank > *r).or(last)?;
         described.insert(before, format!("{what} {:.1}%", fraction * 100.0));
         Some(ranked[..before].iter().map(|(_, g, _)| g.len()).sum())
     });
@@ -184,7 +191,8 @@ mod tests {
     }
 
     /// A join's keys go before the first group that rules out fewer rows per cost (at six
-    /// comparisons a row), and are left to the probe where they would come last.
+    /// comparisons a row), and are left to the probe where they would come last, unless
+    /// they are the first of packed keys and rule out most rows.
     #[test]
     fn join_keys_go_where_they_rule_out_more_per_cost() {
         let schema = PlanSchema::from_schema(
@@ -198,7 +206,7 @@ mod tests {
         let text = vec![col("s").eq(lit("DELIVER IN PERSON"))];
         let groups = || vec![(text.clone(), Some(0.25)), (range.clone(), Some(0.9))];
         // range: 0.1 / 1; text: 0.75 / 10; keys keeping 1%: 0.99 / 6, first.
-        let (ordered, at, line) = order(groups(), Some(("k in keys".into(), 0.01)), &schema);
+        let (ordered, at, line) = order(groups(), Some(("k in keys".into(), 0.01, false)), &schema);
         assert_eq!(at, Some(0));
         assert_eq!(
             ordered,
@@ -206,15 +214,27 @@ mod tests {
         );
         assert!(line.ends_with("k in keys 1.0%, d 90.0%, s 25.0%"), "{line}");
         // Keeping 50%: 0.5 / 6, after the range, before the text.
-        let (_, at, line) = order(groups(), Some(("k in keys".into(), 0.5)), &schema);
+        let (_, at, line) = order(groups(), Some(("k in keys".into(), 0.5, false)), &schema);
         assert_eq!(at, Some(1));
         assert!(
             line.ends_with("d 90.0%, k in keys 50.0%, s 25.0%"),
             "{line}"
         );
         // Keeping 99%: last, so left to the probe.
-        let (_, at, line) = order(groups(), Some(("k in keys".into(), 0.99)), &schema);
+        let (_, at, line) = order(groups(), Some(("k in keys".into(), 0.99, false)), &schema);
         assert_eq!(at, None);
         assert!(!line.contains("k in keys"), "{line}");
+        // After a range keeping 16% (0.84 / 1), keys keeping 1% (0.99 / 6) would come last:
+        // left to the probe, unless they are the first of packed keys.
+        let date_range = || vec![(range.clone(), Some(0.16))];
+        let first = |keeps: f64, first_only: bool| {
+            let keys = ("k in first keys".to_string(), keeps, first_only);
+            order(date_range(), Some(keys), &schema)
+        };
+        assert_eq!(first(0.01, false).1, None);
+        let (ordered, at, line) = first(0.01, true);
+        assert_eq!((ordered, at), (range.clone(), Some(1)));
+        assert!(line.ends_with("d 16.0%, k in first keys 1.0%"), "{line}");
+        assert_eq!(first(0.6, true).1, None);
     }
 }

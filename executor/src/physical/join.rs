@@ -116,20 +116,29 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
 
 /// The test of the join's keys to hand down to the scan under the probe side (see
 /// [`JoinKeys`]): for an inner or semi join (its probe rows without a match are dropped) on
-/// one key, a column of the probe side, whose built table tests keys cheaply. Not while
-/// the plan is only being described: the table is empty then.
+/// one key, or on integer keys packed into one (then of the first key only), a column of
+/// the probe side, whose built table tests keys cheaply. Not while the plan is only being
+/// described: the table is empty then.
 fn probe_scan_keys(j: &JoinParts, table: &Arc<JoinTable>, ctx: &ExecContext) -> Option<JoinKeys> {
     let drops_unmatched = matches!(j.kind, JoinKind::Inner | JoinKind::Semi);
-    let [(Expr::Column(c), _)] = j.on else {
+    let (Expr::Column(c), _) = j.on.first()? else {
         return None;
     };
+    let first_only = table.tests_first_key_only();
     if !drops_unmatched || ctx.explain_only || !table.tests_keys_cheaply() {
+        return None;
+    }
+    if j.on.len() > 1 && !first_only {
         return None;
     }
     Some(JoinKeys {
         column: j.left.schema().position(c)?,
         table: table.clone(),
-        name: c.to_string(),
+        what: match first_only {
+            true => format!("{c} in the join's first keys"),
+            false => format!("{c} in the join's keys"),
+        },
+        first_only,
         kept: Default::default(),
     })
 }

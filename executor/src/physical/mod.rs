@@ -52,8 +52,12 @@ struct Pipe {
 struct JoinKeys {
     column: usize,
     table: Arc<JoinTable>,
-    /// The key column's name as the join reads it, for EXPLAIN.
-    name: String,
+    /// What the test is, for EXPLAIN ("l_partkey in the join's keys").
+    what: String,
+    /// Only the first of the join's keys is tested (its keys are packed from several
+    /// columns): the probe reads and packs the others for the rows it keeps, so the test
+    /// is worth running even after every other test of the scan.
+    first_only: bool,
     /// Set by the scan that tests the keys, to the share of rows it expects them to keep:
     /// the stages between it and the join scale their row estimates by it.
     kept: Arc<OnceLock<f64>>,
@@ -325,7 +329,7 @@ fn scan_pipe(
         let (ordered, keys_at, line) = filter_order::order(
             memory_scan_filter_order(scan, table),
             keys.as_ref()
-                .map(|(k, f)| (format!("{} in the join's keys", k.name), *f)),
+                .map(|(k, f)| (k.what.clone(), *f, k.first_only)),
             &scan.schema,
         );
         let conjuncts = compile_conjuncts(ctx, ordered, &scan.schema)?;
