@@ -143,6 +143,36 @@ fn many_integer_keys_over_a_narrow_range_merge_by_key_offset() {
     }
 }
 
+/// Keys clustered in runs (a column stored sorted, as TPC-H's order keys): each morsel's
+/// table holds its ids in an array of its keys' range, NULLs and keys repeated in later
+/// morsels included, or sorted keys (ranges apart); the answer is the oracle's, the same at
+/// every thread count.
+#[test]
+fn clustered_integer_keys_group_through_each_morsels_range() {
+    let mut t = Table::generate(300_000, 1, |_| 0, 10);
+    let mut r = Rng(12);
+    for (i, k) in t.k.iter_mut().enumerate() {
+        // Runs of about four rows; now and then a key from further back (often an earlier
+        // morsel's).
+        *k = k.map(|_| match r.below(50) {
+            0 => (i / 4).saturating_sub(r.below(5000) as usize) as i64,
+            _ => (i / 4) as i64 + r.below(3) as i64,
+        });
+    }
+    let (at_one, _) = run(&t, 1);
+    check(&t, &at_one);
+    for threads in [2, 8] {
+        assert_eq!(run(&t, threads).0, at_one, "{threads} threads");
+    }
+    // Sorted, without NULLs: the morsels' key ranges are apart, their groups concatenated.
+    for (i, k) in t.k.iter_mut().enumerate() {
+        *k = Some((i / 3) as i64);
+    }
+    let (at_one, _) = run(&t, 1);
+    check(&t, &at_one);
+    assert_eq!(run(&t, 2).0, at_one, "2 threads");
+}
+
 #[test]
 fn many_integer_keys_over_a_wide_range_merge_by_key_hash() {
     let t = Table::generate(300_000, 80_000, |r| (r as i64 - 500) * 1_000_003, 8);

@@ -194,10 +194,30 @@ impl IntIds {
         // (Ids held in an array need no range of their own.)
         let range = self.dense.is_none().then(|| int_range(col)).flatten();
         let span = range.map_or(0, |(lo, hi)| hi as i128 - lo as i128 + 1);
+        let small = span <= (BATCH_SLOTS_PER_ROW * rows) as i128;
+        let fresh = self.map.len() == 0 && self.null.is_none();
         match range {
-            Some((min, _))
-                if self.dense.is_none() && span <= (BATCH_SLOTS_PER_ROW * rows) as i128 =>
-            {
+            Some((min, _)) if small && fresh => {
+                // A fresh table's ids for a small range are held in an array of it, no
+                // hashing (a morsel's table when keys are clustered: TPC-H Q18's order keys);
+                // values of later batches outside the range go to the map.
+                let mut slots = vec![NO_ID; span as usize];
+                let mut null = None;
+                for_each_int(col, |_, v| {
+                    let slot = match v {
+                        Some(x) => &mut slots[(x - min) as usize],
+                        None => null.get_or_insert(NO_ID),
+                    };
+                    if *slot == NO_ID {
+                        *slot = first(v).0;
+                    }
+                    ids.push(*slot);
+                });
+                self.dense = Some((min, slots));
+                self.null = null;
+                self.range = range;
+            }
+            Some((min, _)) if small => {
                 let mut seen = vec![u32::MAX; span as usize];
                 for_each_int(col, |_, v| {
                     let id = match v {
