@@ -27,6 +27,7 @@ use super::few_groups::FewGroups;
 use super::group_ids::{intern_int, multi_key_columns, IntIds, MultiIds, StrIds, STR_HASHER};
 use super::group_partitions::{ScatteredRows, PARTITIONS};
 use super::int_groups::{int_bounds, IntTable};
+use super::int_map::FIBONACCI;
 use super::keys::{
     decode_keys, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
 };
@@ -359,9 +360,6 @@ impl Sketch {
         SKETCH_BITS as f64 * (SKETCH_BITS as f64 / clear).ln()
     }
 }
-
-/// 2^64 over the golden ratio, odd: multiplying by it scatters integers over the top bits.
-const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// An integer key's hash for a sketch: one multiplication, whose top bits spread even
 /// consecutive values.

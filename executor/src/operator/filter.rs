@@ -525,7 +525,8 @@ mod tests {
         ]));
         let x = Column::Int64(PrimitiveColumn::from_vec((0..n).collect()));
         let batch = Batch::try_new(schema, vec![x.clone(), x], n as usize).unwrap();
-        // Tests `column < value`, in order (on two columns: one column's merge into a range).
+        // Tests `column < value`, in order (two columns: tests of one would merge into a
+        // range, a single step).
         let run = |tests: &[(usize, i64)]| {
             let tests = tests
                 .iter()

@@ -11,7 +11,7 @@ use super::keys::prefetch;
 const EMPTY: u32 = u32::MAX;
 
 /// The multiplier of Fibonacci hashing: 2^64 divided by the golden ratio, made odd.
-const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
+pub(super) const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
 
 pub struct IntMap {
     slots: Vec<Slot>,

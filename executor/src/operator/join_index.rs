@@ -5,7 +5,7 @@
 
 use morsel_storage::Column;
 
-use super::int_map::IntMap;
+use super::int_map::{IntMap, FIBONACCI};
 use super::keys::{for_each_int, int_range, KeyInterner};
 use crate::scheduler::parallel_map;
 
@@ -57,11 +57,8 @@ const HASHED_MAX_KEYS: usize = 1 << 14;
 /// probing line items lack).
 const HASHED_BITS_PER_KEY: usize = 16;
 
-/// The multiplier of the hashed bits' Fibonacci hashing (2^64 over the golden ratio, odd).
-const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// One bit per hash of an integer value, set for each build key's: a clear bit says no
-/// build row has the value; a set bit says one may.
+/// One bit per hash of an integer value (Fibonacci hashing, as the map's), set for each
+/// build key's: a clear bit says no build row has the value; a set bit says one may.
 pub(super) struct HashedBits {
     bits: Vec<u64>,
     /// 64 minus log2 of the number of bits.

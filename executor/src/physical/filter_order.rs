@@ -27,7 +27,7 @@ const FIRST_KEY_LAST_BELOW: f64 = 0.5;
 /// keys (its description, selectivity on the sample, and whether it tests only the first
 /// of several keys): it comes back with the number of conjuncts to test before it, or
 /// `None` where it would be the last test (the join's probe tests the keys then anyway),
-/// unless it tests a first key and rules out at least [`FIRST_KEY_LAST_BELOW`] of the rows
+/// unless it tests a first key and keeps at most [`FIRST_KEY_LAST_BELOW`] of the rows
 /// (then the probe reads and packs the other keys only for the rows it keeps).
 pub(super) fn order(
     groups: Vec<(Vec<Expr>, Option<f64>)>,
