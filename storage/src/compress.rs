@@ -125,12 +125,14 @@ unsafe fn positions_avx512(mask: &Bitmap, out: &mut Vec<u32>) {
 }
 
 /// The bits of `bits` whose position is set in `mask` (of the same length), in order;
-/// `None` when the processor lacks BMI2.
+/// `None` when the processor lacks BMI2 or POPCNT.
 pub(crate) fn keep_bits(bits: &Bitmap, mask: &Bitmap, kept: usize) -> Option<Bitmap> {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("bmi2") {
-            // SAFETY: the processor has BMI2 (checked just above).
+        if std::arch::is_x86_feature_detected!("bmi2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: the processor has BMI2 and POPCNT (checked just above).
             return Some(unsafe { keep_bits_bmi2(bits, mask, kept) });
         }
     }
@@ -138,6 +140,7 @@ pub(crate) fn keep_bits(bits: &Bitmap, mask: &Bitmap, kept: usize) -> Option<Bit
     None
 }
 
+/// [`keep_bits`] by `pext`, a word of the mask at a time.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "bmi2,popcnt")]
 unsafe fn keep_bits_bmi2(bits: &Bitmap, mask: &Bitmap, kept: usize) -> Bitmap {
@@ -231,6 +234,7 @@ mod tests {
                 assert_eq!(
                     extracted.is_some(),
                     std::arch::is_x86_feature_detected!("bmi2")
+                        && std::arch::is_x86_feature_detected!("popcnt")
                 );
                 if let Some(got) = extracted {
                     let got: Vec<bool> = (0..got.len()).map(|i| got.get(i)).collect();
