@@ -27,8 +27,7 @@ use morsel_storage::{
 
 use super::join_index::{even_ranges, first_key_bits, CheapKeys, KeyIndex, ValueBits};
 use super::keys::{
-    for_each_int, hash_key, is_int_column, prefetch, IntPacking, KeyInterner, RowKeys,
-    PREFETCH_ROWS_AHEAD,
+    for_each_int, hash_key, hint_listed, is_int_column, IntPacking, KeyInterner, RowKeys,
 };
 use super::pair_filter::PairFilter;
 use crate::error::ExecResult;
@@ -257,9 +256,7 @@ impl JoinTable {
             // As `retain`, with the values of rows ahead hinted to the cache.
             let mut n = 0;
             for k in 0..rows.len() {
-                if let Some(&ahead) = rows.get(k + PREFETCH_ROWS_AHEAD) {
-                    prefetch(&values[ahead as usize]);
-                }
+                hint_listed(values, rows, k);
                 let r = rows[k];
                 rows[n] = r;
                 let i = r as usize;
@@ -479,9 +476,7 @@ impl JoinTable {
                 None => (0..values.len()).for_each(|i| probe_row!(i)),
                 Some(rows) => {
                     for (k, &r) in rows.iter().enumerate() {
-                        if let Some(&ahead) = rows.get(k + PREFETCH_ROWS_AHEAD) {
-                            prefetch(&values[ahead as usize]);
-                        }
+                        hint_listed(values, rows, k);
                         probe_row!(r as usize)
                     }
                 }

@@ -237,9 +237,7 @@ fn for_each_listed_int(c: &Column, rows: &[u32], mut f: impl FnMut(usize, Option
         let values = x.values();
         let valid = x.validity();
         for (k, &r) in rows.iter().enumerate() {
-            if let Some(&ahead) = rows.get(k + PREFETCH_ROWS_AHEAD) {
-                prefetch(&values[ahead as usize]);
-            }
+            hint_listed(values, rows, k);
             let r = r as usize;
             f(k, valid.is_none_or(|v| v.get(r)).then(|| values[r].into()));
         }
@@ -254,7 +252,16 @@ fn for_each_listed_int(c: &Column, rows: &[u32], mut f: impl FnMut(usize, Option
 /// How far ahead of their reading listed rows' values are hinted to the cache: rows listed
 /// at gaps (a filter's survivors) outrun the hardware prefetcher, and reading them stalled
 /// on each value (TPC-H Q3's and Q20's lineitem keys).
-pub const PREFETCH_ROWS_AHEAD: usize = 64;
+const PREFETCH_ROWS_AHEAD: usize = 64;
+
+/// Hints to the cache the value of the listed row [`PREFETCH_ROWS_AHEAD`] after the `k`-th
+/// of `rows`, for a loop reading `values` at listed rows in order.
+#[inline(always)]
+pub fn hint_listed<T>(values: &[T], rows: &[u32], k: usize) {
+    if let Some(&ahead) = rows.get(k + PREFETCH_ROWS_AHEAD) {
+        prefetch(&values[ahead as usize]);
+    }
+}
 
 /// Calls `f(row, value)` for every row of an integer-like column, widened to i64 (`None`
 /// for NULL); does nothing for other columns.
