@@ -393,3 +393,53 @@ fn the_sample_estimates_range_fractions() {
     // Text has no sampled points.
     assert_eq!(r.sample_fraction(2, |_| true), None);
 }
+
+/// An error's line is the file's at any block size, also where the splitter numbers no lines
+/// (blocks cut by quote parity: the line is then counted from the data's start on error), and
+/// from a file as from bytes in memory. Quoted fields hold line feeds, so lines and records
+/// differ, and skipped leading lines move the data's first line.
+#[test]
+fn an_errors_line_is_the_files_at_any_block_size() {
+    let mut rng = Rng(0x11E5);
+    let dir = std::env::temp_dir().join(format!("morsel-lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for case in 0..120 {
+        let skip = rng.below(3) as usize;
+        let mut text = "junk\n".repeat(skip) + "a,b\n";
+        let mut line = 2 + skip as u64;
+        let bad_at = rng.below(60);
+        let mut want = None;
+        for r in 0..60 {
+            if r == bad_at {
+                want = Some(line);
+                text.push_str("oops,1\n");
+                line += 1;
+                continue;
+            }
+            if rng.below(5) == 0 {
+                text.push_str(&format!("{r},\"two\nlines\"\n"));
+                line += 2;
+            } else {
+                text.push_str(&format!("{r},x\n"));
+                line += 1;
+            }
+        }
+        let opts = CsvOptions::default()
+            .with_skip_rows(skip)
+            .with_column_type("a", DataType::Int64);
+        let path = dir.join(format!("{case}.csv"));
+        std::fs::write(&path, &text).unwrap();
+        for bs in [1, 7, 64, 1000, 1 << 30] {
+            for input in [
+                CsvInput::bytes("data.csv", text.as_bytes().to_vec()),
+                CsvInput::file(&path),
+            ] {
+                let e = CsvReader::open(input, opts.clone().with_block_size(bs))
+                    .and_then(|r| r.read_all(None))
+                    .unwrap_err();
+                assert_eq!(e.line, want, "block size {bs}: {e} in {text:?}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use super::error::{CsvError, CsvErrorKind};
 use super::separators::{self, BlockTokens, UniformFields};
-use super::split::Block;
+use super::split::{Block, LineOrigin};
 use super::tokenize::{field_bytes, Dialect, FieldSpan, TokenError, TokenErrorKind, Tokenizer};
 use crate::batch::Batch;
 use crate::bitmap::Bitmap;
@@ -78,6 +78,8 @@ pub struct BlockDecoder {
     null_padding: bool,
     truncate_extra_fields: bool,
     ignore_errors: bool,
+    /// Finds the file line of a block whose lines the splitter did not count.
+    origin: LineOrigin,
 }
 
 /// A missing field (the record was short and `null_padding` is on).
@@ -132,6 +134,7 @@ impl BlockDecoder {
         file_schema: SchemaRef,
         projection: Vec<usize>,
         options: &super::CsvOptions,
+        origin: LineOrigin,
     ) -> Self {
         let out_schema = Arc::new(file_schema.project(&projection));
         Self {
@@ -149,6 +152,7 @@ impl BlockDecoder {
             null_padding: options.null_padding,
             truncate_extra_fields: options.truncate_extra_fields,
             ignore_errors: options.ignore_errors,
+            origin,
         }
     }
 
@@ -193,9 +197,12 @@ impl BlockDecoder {
             skipped: Vec::new(),
             stop: None,
         };
+        // Without a counted first line, lines are numbered from 1 within the block (see
+        // `decode`).
+        let first_line = block.first_line.unwrap_or(1);
         match separators::tokenize_block(
             buf,
-            block.first_line,
+            first_line,
             &self.dialect,
             &self.projection,
             expected,
@@ -213,7 +220,7 @@ impl BlockDecoder {
             BlockTokens::Declined => {}
         }
         out.record_by_record = true;
-        let mut tok = Tokenizer::new(buf, block.first_line, &self.dialect);
+        let mut tok = Tokenizer::new(buf, first_line, &self.dialect);
         let mut fields = Vec::with_capacity(expected);
         // Fields after the last projected one are only counted.
         let keep = self.projection.iter().max().map_or(0, |&c| c + 1);
@@ -282,6 +289,29 @@ impl BlockDecoder {
     /// Decodes a block; on malformed input returns the first error in file order, or with
     /// `ignore_errors` skips the offending records and lists them.
     pub fn decode(&self, block: &Block) -> Result<DecodedBlock, CsvError> {
+        if block.first_line.is_some() {
+            return self.decode_lines(block);
+        }
+        // The block's lines were numbered from 1: an error's line moves to the file's, found
+        // by counting line feeds from the data's start (when that fails, it has no line).
+        // Nothing is skipped here: the splitter counts lines wherever records may be.
+        match self.decode_lines(block) {
+            Ok(d) => {
+                debug_assert!(d.skipped.is_empty(), "skipped records need counted lines");
+                Ok(d)
+            }
+            Err(mut e) => {
+                e.line = e
+                    .line
+                    .and_then(|line| Some(self.origin.line_at(block.offset).ok()? + line - 1));
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Self::decode`], with lines numbered from the block's first line (1 when it was not
+    /// counted).
+    fn decode_lines(&self, block: &Block) -> Result<DecodedBlock, CsvError> {
         let started = Instant::now();
         let mut tokenized = self.tokenize(block);
         let tokenize_ns = started.elapsed().as_nanos() as u64;

@@ -8,7 +8,7 @@ use super::error::{CsvError, CsvErrorKind};
 use super::infer::{infer_types, ColumnInference, InferenceReport};
 use super::input::CsvInput;
 use super::options::CsvOptions;
-use super::split::BlockSplitter;
+use super::split::{BlockSplitter, LineOrigin};
 use super::tokenize::{field_bytes, Dialect, Tokenizer};
 use crate::batch::Batch;
 use crate::datatype::{Field, Schema, SchemaRef};
@@ -213,6 +213,7 @@ impl CsvReader {
             self.schema.clone(),
             projection,
             &self.options,
+            LineOrigin::new(&self.input, self.data_start, self.data_line),
         )
     }
 
