@@ -30,6 +30,8 @@ struct Separators {
     doubled: bool,
     /// The block holds a quote byte.
     quoted: bool,
+    /// Every byte of the block is ASCII (so it is valid UTF-8 without a check of its own).
+    ascii: bool,
 }
 
 thread_local! {
@@ -42,8 +44,9 @@ pub enum BlockTokens {
     /// Every record has the expected width (so no line is blank): the fields are read from
     /// the separators in place, no span is listed.
     Uniform(UniformFields),
-    /// The projected spans and the lines were appended.
-    Spans,
+    /// The projected spans and the lines were appended; `ascii`: every byte of the block
+    /// is ASCII.
+    Spans { ascii: bool },
     /// The block needs the record-by-record tokenizer; nothing was appended.
     Declined,
 }
@@ -68,6 +71,11 @@ pub struct UniformFields {
 impl UniformFields {
     pub fn rows(&self) -> usize {
         self.s.records.len()
+    }
+
+    /// Whether every byte of the block is ASCII.
+    pub fn ascii(&self) -> bool {
+        self.s.ascii
     }
 
     /// The 1-based line of record `row`.
@@ -159,9 +167,10 @@ pub fn tokenize_block(
     let ok = read_records(
         buf, first_line, dialect, projection, width, &s, columns, lines,
     );
+    let ascii = s.ascii;
     SCRATCH.with(|scratch| *scratch.borrow_mut() = s);
     if ok {
-        return BlockTokens::Spans;
+        return BlockTokens::Spans { ascii };
     }
     columns
         .iter_mut()
@@ -246,7 +255,9 @@ fn find_separators_avx512(buf: &[u8], dialect: &Dialect, s: &mut Separators) -> 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn chunk_masks_avx512(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks {
-    use std::arch::x86_64::{_mm512_cmpeq_epi8_mask, _mm512_loadu_si512, _mm512_set1_epi8};
+    use std::arch::x86_64::{
+        _mm512_cmpeq_epi8_mask, _mm512_loadu_si512, _mm512_movepi8_mask, _mm512_set1_epi8,
+    };
     // Without a quote character, compare against the line feed (the caller zeroes the mask).
     let q = q.unwrap_or(b'\n');
     // SAFETY: the caller guarantees the features; the load reads the 64 bytes of `chunk`,
@@ -257,6 +268,7 @@ unsafe fn chunk_masks_avx512(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMas
             delimiter: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(d as i8)),
             newline: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\n' as i8)),
             quote: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(q as i8)),
+            non_ascii: _mm512_movepi8_mask(v),
         }
     }
 }
@@ -309,6 +321,7 @@ fn scan(
     s.count = 0;
     s.doubled = false;
     s.quoted = false;
+    s.ascii = true;
     s.records.reserve(buf.len() / 64 + 16);
     // Separators found so far (`s.ends` past them is spare room).
     let mut n = 0;
@@ -337,8 +350,10 @@ fn scan(
             delimiter,
             newline,
             quote,
+            non_ascii,
         } = m;
         s.quoted |= quote != 0;
+        s.ascii &= non_ascii == 0;
         let in_quotes = prefix_xor(quote) ^ if inside { u64::MAX } else { 0 };
         let open = quote & in_quotes;
         let close = quote & !in_quotes;
@@ -609,7 +624,7 @@ mod tests {
             );
             let want = reference(buf.as_bytes(), &projection, width);
             match tokens {
-                BlockTokens::Spans => {
+                BlockTokens::Spans { .. } => {
                     listed_spans += 1;
                     assert_eq!(Some((spans, lines)), want, "{buf:?} {projection:?}");
                 }
@@ -640,16 +655,31 @@ mod tests {
     /// A way of finding a block's separators.
     type Find = Box<dyn Fn(&[u8], &Dialect, &mut Separators) -> bool>;
 
-    /// What a separator scan made of a block: whether it accepted it, and then its
-    /// separators, records and quoting flags.
+    /// What a separator scan found in a block it accepted.
+    #[derive(Debug, PartialEq)]
+    struct Scanned {
+        ends: Vec<u32>,
+        records: Vec<u32>,
+        doubled: bool,
+        quoted: bool,
+        ascii: bool,
+    }
+
+    /// What a separator scan made of a block (`None`: declined).
     fn scanned(
         buf: &[u8],
         find: impl Fn(&[u8], &Dialect, &mut Separators) -> bool,
-    ) -> Option<(Vec<u32>, Vec<u32>, bool, bool)> {
+    ) -> Option<Scanned> {
         let mut s = Separators::default();
         find(buf, &dialect(), &mut s).then(|| {
             s.ends.truncate(s.count);
-            (s.ends, s.records, s.doubled, s.quoted)
+            Scanned {
+                ends: s.ends,
+                records: s.records,
+                doubled: s.doubled,
+                quoted: s.quoted,
+                ascii: s.ascii,
+            }
         })
     }
 
@@ -680,16 +710,20 @@ mod tests {
         for _ in 0..3000 {
             let width = 1 + r.below(6) as usize;
             let plain = r.below(2) == 0;
-            // Dense separators (short fields) put more than sixteen in a chunk's quarter.
+            // Dense separators (short fields) put more than sixteen in a chunk's quarter; a
+            // byte past ASCII now and then.
             let buf = if r.below(4) == 0 {
                 (0..r.below(300))
-                    .map(|_| [",", ",", ",", "\n", "a", "\r\n"][r.below(6) as usize])
+                    .map(|_| [",", ",", ",", "\n", "a", "\r\n", "é"][r.below(7) as usize])
                     .collect::<String>()
             } else {
                 random_block(&mut r, width, plain, 30)
             };
             let want = scanned(buf.as_bytes(), portable);
             accepted += usize::from(want.is_some());
+            if let Some(w) = &want {
+                assert_eq!(w.ascii, buf.is_ascii(), "{buf:?}");
+            }
             for (name, path) in &paths {
                 assert_eq!(scanned(buf.as_bytes(), path), want, "{name}: {buf:?}");
             }
@@ -710,7 +744,7 @@ mod tests {
             let tokens = tokenize_block(buf, 1, &d, &[0], width, &mut spans, &mut lines);
             let kind = match tokens {
                 BlockTokens::Uniform(_) => "uniform",
-                BlockTokens::Spans => "spans",
+                BlockTokens::Spans { .. } => "spans",
                 BlockTokens::Declined => "declined",
             };
             assert_eq!(kind, if uniform { "uniform" } else { "spans" }, "{buf:?}");
@@ -729,7 +763,7 @@ mod tests {
         let mut d = dialect();
         assert!(matches!(
             tokenize_block(b"a,b\n\n", 1, &d, &[1], 2, &mut spans, &mut lines),
-            BlockTokens::Spans
+            BlockTokens::Spans { .. }
         ));
         assert_eq!(lines, vec![1]);
         assert_eq!((spans[0][0].start, spans[0][0].end), (2, 3));

@@ -83,12 +83,14 @@ pub struct Tokenizer<'a> {
     try_fast: bool,
 }
 
-/// Where a 64-byte chunk holds the delimiter, line feeds and the quote: bit `j` for byte `j`.
+/// Where a 64-byte chunk holds the delimiter, line feeds and the quote, and bytes past
+/// ASCII: bit `j` for byte `j`.
 #[derive(Clone, Copy, Default)]
 pub(super) struct ChunkMasks {
     pub(super) delimiter: u64,
     pub(super) newline: u64,
     pub(super) quote: u64,
+    pub(super) non_ascii: u64,
 }
 
 impl ChunkMasks {
@@ -118,6 +120,7 @@ impl FastState {
             delimiter: 0,
             newline: 0,
             quote: 0,
+            non_ascii: 0,
         },
         in_quotes: 0,
         pending: 0,
@@ -166,6 +169,7 @@ impl<'a> Tokenizer<'a> {
                             delimiter: m.delimiter | (u64::from(b == d) << j),
                             newline: m.newline | (u64::from(b == b'\n') << j),
                             quote: m.quote | (u64::from(Some(b) == q) << j),
+                            non_ascii: m.non_ascii | (u64::from(!b.is_ascii()) << j),
                         },
                     ),
                 };
@@ -601,6 +605,8 @@ pub(super) fn chunk_masks(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks 
             m.delimiter |= bits(_mm_cmpeq_epi8(v, dv));
             m.newline |= bits(_mm_cmpeq_epi8(v, nv));
             m.quote |= bits(_mm_cmpeq_epi8(v, qv));
+            // A byte's top bit, set past ASCII.
+            m.non_ascii |= bits(v);
         }
         m
     }
@@ -616,6 +622,7 @@ pub(super) fn chunk_masks(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMasks 
             delimiter: m.delimiter | (u64::from(b == d) << j),
             newline: m.newline | (u64::from(b == b'\n') << j),
             quote: m.quote | (u64::from(Some(b) == q) << j),
+            non_ascii: m.non_ascii | (u64::from(!b.is_ascii()) << j),
         })
 }
 
