@@ -39,6 +39,10 @@ use crate::selected::{BuildRows, Joined, Live, Selected};
 /// half this machine's 2 MiB of L2 per core: smaller maps stay in cache).
 const PREFETCH_MIN_MAP_BYTES: usize = 1 << 20;
 
+/// A batch is probed only at the rows whose key may match (see
+/// [`JoinTable::sparse_hits`]) where at most one in this many of its first rows may.
+const SPARSE_HITS: usize = 4;
+
 /// `$body` with `$has` bound to the table's cheap test of integer keys (one expansion per
 /// kind of index, so the test inlines into the loop): `Some` of its value, or `None` where
 /// the table has no such test.
@@ -213,6 +217,34 @@ impl JoinTable {
         }
     }
 
+    /// The bit per value that tests keys cheaply, where that is how (see
+    /// [`JoinTable::tests_keys_cheaply`]).
+    fn cheap_bits(&self) -> Option<&ValueBits> {
+        match (&self.packing, self.keys.cheap_keys()) {
+            (None, Some(CheapKeys::Bits(bits))) => Some(bits),
+            (None, _) => None,
+            (Some(_), _) => self.first_key.as_ref(),
+        }
+    }
+
+    /// The rows of key column `col` whose key some build row may have, where the batch's
+    /// first 64 rows say few do (at most one in [`SPARSE_HITS`]): found eight at a time,
+    /// ahead of the probe, which then looks up only them (`None`: probe every row). For
+    /// one integer key tested by a bit per value.
+    fn sparse_hits(&self, col: &Column) -> Option<Vec<u32>> {
+        let bits = self.cheap_bits().filter(|_| self.packing.is_none())?;
+        let head = bits.column_mask(&col.slice(0, col.len().min(64)))?;
+        if head.count_ones() * SPARSE_HITS > head.len() {
+            return None;
+        }
+        let hits = bits.column_mask(col)?;
+        let hits = match col.validity() {
+            Some(m) => hits.and(m),
+            None => hits,
+        };
+        Some(hits.set_positions())
+    }
+
     /// Whether the cheap test reads only the first of several key columns (see
     /// [`JoinTable::tests_keys_cheaply`]).
     pub fn tests_first_key_only(&self) -> bool {
@@ -224,6 +256,15 @@ impl JoinTable {
     /// test keys cheaply (see [`JoinTable::tests_keys_cheaply`]). Other columns' values
     /// match no row.
     pub fn key_mask(&self, col: &Column) -> Option<Bitmap> {
+        if let Some(bits) = self.cheap_bits() {
+            let keys = bits
+                .column_mask(col)
+                .unwrap_or_else(|| Bitmap::new_filled(col.len(), false));
+            return Some(match col.validity() {
+                Some(m) => keys.and(m),
+                None => keys,
+            });
+        }
         #[inline(always)]
         fn each<T: NativeType + Into<i64>>(
             x: &PrimitiveColumn<T>,
@@ -318,6 +359,7 @@ impl JoinTable {
         // Listed rows' packed keys lie side by side: they are probed as a whole column, and
         // the pairs' probe positions mapped back to rows after.
         let (packed, listed);
+        let mut hit_rows = None;
         let first_pair = p.len();
         let (cols, rows) = match &self.packing {
             Some(p) if cols.iter().all(is_int_column) => {
@@ -327,7 +369,13 @@ impl JoinTable {
             }
             _ => {
                 listed = None;
-                (cols, rows)
+                match (rows, cols) {
+                    (None, [one]) => {
+                        hit_rows = self.sparse_hits(one);
+                        (cols, hit_rows.as_deref())
+                    }
+                    _ => (cols, rows),
+                }
             }
         };
         let null_key = match (&self.keys, cols) {
@@ -422,6 +470,11 @@ impl JoinTable {
                 // NULL keys only matter to anti and mark joins, which read no selection.
                 vec![false; n]
             }
+            // Only the rows that may match were probed: the others' NULL keys are read here.
+            None if hit_rows.is_some() => match cols[0].validity() {
+                Some(valid) => (0..n).map(|i| !valid.get(i)).collect(),
+                None => vec![false; n],
+            },
             None => null_key,
         };
         Ok(Candidates {
@@ -1493,6 +1546,48 @@ mod tests {
                     nested_loop(&build, &probe),
                     "spread {spread} unique {unique}"
                 );
+            }
+        }
+    }
+
+    /// A probe whose keys mostly have no build row looks up only the rows that may match,
+    /// and finds the pairs a nested loop finds, NULL keys flagged on every row; where the
+    /// first rows mostly match, it probes every row, with the same result (keys ranked by a
+    /// bit per value, and hashed with one).
+    #[test]
+    fn sparse_matches_are_probed_at_their_rows_only() {
+        let mut r = Rng(31);
+        for spread in [200i64, 1000] {
+            for unique in [true, false] {
+                let build: Vec<Option<i64>> = (0..400)
+                    .map(|i| Some(if unique { i } else { r.below(400) as i64 } * spread))
+                    .collect();
+                for dense_head in [false, true] {
+                    // One row in twenty holds a build key (all of the first 64 where
+                    // `dense_head`), one in ten is NULL, the others miss the keys.
+                    let probe: Vec<Option<i64>> = (0..3000)
+                        .map(|i| match r.below(20) {
+                            _ if dense_head && i < 64 => Some(r.below(400) as i64 * spread),
+                            0 => Some(r.below(400) as i64 * spread),
+                            1 | 2 => None,
+                            _ => Some(r.below(400) as i64 * spread + 1 + r.below(5) as i64),
+                        })
+                        .collect();
+                    let table =
+                        JoinTable::new(batch(&build), &[PhysExpr::Column(0)], false, 1).unwrap();
+                    let col = batch(&probe).column(0).clone();
+                    assert_eq!(
+                        table.sparse_hits(&col).is_some(),
+                        !dense_head,
+                        "spread {spread}, {}",
+                        table.index_kind()
+                    );
+                    let (_, c) = self::probe(&build, &probe, JoinKind::Inner, false);
+                    let got: Vec<(u32, u32)> = c.probe.into_iter().zip(c.build).collect();
+                    assert_eq!(got, nested_loop(&build, &probe), "spread {spread}");
+                    let nulls: Vec<bool> = probe.iter().map(Option::is_none).collect();
+                    assert_eq!(c.null_key, nulls, "spread {spread}");
+                }
             }
         }
     }

