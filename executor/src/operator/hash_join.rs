@@ -245,6 +245,21 @@ impl JoinTable {
         Some(hits.set_positions())
     }
 
+    /// The listed `rows` of key column `col` whose key some build row may have, or is
+    /// NULL, where the first 64 say few may (as [`JoinTable::sparse_hits`]); `None`: probe
+    /// all of them.
+    fn sparse_listed(&self, col: &Column, rows: &[u32]) -> Option<Vec<u32>> {
+        let bits = self.cheap_bits().filter(|_| self.packing.is_none())?;
+        let mut head = rows[..rows.len().min(64)].to_vec();
+        let listed = head.len();
+        if !bits.retain_listed(col, &mut head) || head.len() * SPARSE_HITS > listed {
+            return None;
+        }
+        let mut hits = rows.to_vec();
+        bits.retain_listed(col, &mut hits);
+        Some(hits)
+    }
+
     /// Whether the cheap test reads only the first of several key columns (see
     /// [`JoinTable::tests_keys_cheaply`]).
     pub fn tests_first_key_only(&self) -> bool {
@@ -359,7 +374,9 @@ impl JoinTable {
         // Listed rows' packed keys lie side by side: they are probed as a whole column, and
         // the pairs' probe positions mapped back to rows after.
         let (packed, listed);
-        let mut hit_rows = None;
+        // Rows probed instead of all (`all_rows_hit`) or of those listed, where few may match.
+        let hit_rows;
+        let mut all_rows_hit = false;
         let first_pair = p.len();
         let (cols, rows) = match &self.packing {
             Some(p) if cols.iter().all(is_int_column) => {
@@ -372,7 +389,12 @@ impl JoinTable {
                 match (rows, cols) {
                     (None, [one]) => {
                         hit_rows = self.sparse_hits(one);
+                        all_rows_hit = hit_rows.is_some();
                         (cols, hit_rows.as_deref())
+                    }
+                    (Some(listed), [one]) => {
+                        hit_rows = self.sparse_listed(one, listed);
+                        (cols, hit_rows.as_deref().or(rows))
                     }
                     _ => (cols, rows),
                 }
@@ -471,7 +493,7 @@ impl JoinTable {
                 vec![false; n]
             }
             // Only the rows that may match were probed: the others' NULL keys are read here.
-            None if hit_rows.is_some() => match cols[0].validity() {
+            None if all_rows_hit => match cols[0].validity() {
                 Some(valid) => (0..n).map(|i| !valid.get(i)).collect(),
                 None => vec![false; n],
             },
@@ -1587,6 +1609,28 @@ mod tests {
                     assert_eq!(got, nested_loop(&build, &probe), "spread {spread}");
                     let nulls: Vec<bool> = probe.iter().map(Option::is_none).collect();
                     assert_eq!(c.null_key, nulls, "spread {spread}");
+                    // A selection of the rows: probed at those that may match.
+                    let listed: Vec<u32> = (0..probe.len() as u32).filter(|i| i % 3 != 1).collect();
+                    assert_eq!(
+                        table.sparse_listed(&col, &listed).is_some(),
+                        !dense_head,
+                        "spread {spread}"
+                    );
+                    let c = table
+                        .candidates(
+                            std::slice::from_ref(&col),
+                            probe.len(),
+                            Some(&listed),
+                            vec![],
+                            vec![],
+                        )
+                        .unwrap();
+                    let got: Vec<(u32, u32)> = c.probe.into_iter().zip(c.build).collect();
+                    let want: Vec<(u32, u32)> = nested_loop(&build, &probe)
+                        .into_iter()
+                        .filter(|(i, _)| i % 3 != 1)
+                        .collect();
+                    assert_eq!(got, want, "spread {spread}, listed");
                 }
             }
         }

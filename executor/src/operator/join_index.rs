@@ -174,6 +174,127 @@ impl ValueBits {
         Bitmap::from_word_fn(values.len(), |w| self.word(chunk(w)))
     }
 
+    /// Keeps the `rows` (ascending, each below the column's length) of integer-like column
+    /// `col` whose value some build row may have, or whose value is NULL (the probe flags
+    /// those); false, leaving them, for other columns. Eight rows at a time where the
+    /// processor has AVX-512 (their values and then their words of bits gathered).
+    pub(super) fn retain_listed(&self, col: &Column, rows: &mut Vec<u32>) -> bool {
+        fn each<T: Copy + Into<i64>>(
+            bits: &ValueBits,
+            values: &[T],
+            valid: Option<&Bitmap>,
+            rows: &mut Vec<u32>,
+        ) {
+            assert!(
+                rows.last().is_none_or(|&r| (r as usize) < values.len()),
+                "listed rows lie in the column"
+            );
+            let keep = |r: u32| {
+                valid.is_some_and(|m| !m.get(r as usize)) || bits.has(values[r as usize].into())
+            };
+            #[cfg(target_arch = "x86_64")]
+            {
+                if valid.is_none() && std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the processor has AVX-512F (checked just above); every row
+                    // listed is below `values.len()` (asserted above: they ascend).
+                    let kept = unsafe { bits.retain_avx512(values, rows) };
+                    rows.truncate(kept);
+                    return;
+                }
+            }
+            rows.retain(|&r| keep(r));
+        }
+        match col {
+            Column::Int32(x) | Column::Date32(x) => each(self, x.values(), x.validity(), rows),
+            Column::Int64(x) | Column::Timestamp(x) => each(self, x.values(), x.validity(), rows),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Moves the rows whose value has its bit set to the front of `rows`, in order, and
+    /// returns how many: eight rows' values gathered, then their words of bits, then the
+    /// kept rows compressed into place (never past the eight just read).
+    ///
+    /// # Safety
+    /// The processor must have AVX-512F, and every row in `rows` be below `values.len()`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn retain_avx512<T: Copy + Into<i64>>(&self, values: &[T], rows: &mut [u32]) -> usize {
+        use std::arch::x86_64::{
+            _mm256_loadu_si256, _mm256_mask_compressstoreu_epi32, _mm256_mmask_i32gather_epi32,
+            _mm256_setzero_si256, _mm512_cvtepi32_epi64, _mm512_i32gather_epi64,
+        };
+        let wide = match std::mem::size_of::<T>() {
+            8 => true,
+            4 => false,
+            _ => unreachable!("integer keys are four or eight bytes"),
+        };
+        let mut kept = 0;
+        let full = rows.len() / 8 * 8;
+        for k in (0..full).step_by(8) {
+            let at = rows[k..k + 8].as_ptr();
+            // SAFETY: eight `u32` rows in bounds (k + 8 <= rows.len()), read unaligned; the
+            // gathers read `values` at those rows, each below its length (the caller's
+            // promise), as `i64` (8-byte values) or `i32` (4-byte ones).
+            let (index, v) = unsafe {
+                let index = _mm256_loadu_si256(at.cast());
+                let v = match wide {
+                    true => _mm512_i32gather_epi64::<8>(index, values.as_ptr().cast()),
+                    false => _mm512_cvtepi32_epi64(_mm256_mmask_i32gather_epi32::<4>(
+                        _mm256_setzero_si256(),
+                        0xFF,
+                        index,
+                        values.as_ptr().cast(),
+                    )),
+                };
+                (index, v)
+            };
+            let hit = self.test8(v);
+            // SAFETY: the store writes `hit.count_ones()` rows at `kept..`, and kept <= k,
+            // so inside `rows` and never past the eight rows read into `index` above.
+            unsafe {
+                _mm256_mask_compressstoreu_epi32(rows.as_mut_ptr().add(kept).cast(), hit, index)
+            };
+            kept += hit.count_ones() as usize;
+        }
+        for k in full..rows.len() {
+            let r = rows[k];
+            rows[kept] = r;
+            kept += usize::from(self.has(values[r as usize].into()));
+        }
+        kept
+    }
+
+    /// The bits of eight values, as a lane mask: each value's offset from `min`, in range
+    /// (unsigned, so values below wrap past it), picks a word of bits, gathered for all
+    /// eight, and its low six bits the bit.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn test8(&self, values: std::arch::x86_64::__m512i) -> u8 {
+        use std::arch::x86_64::{
+            _mm512_and_si512, _mm512_cmplt_epu64_mask, _mm512_mask_i64gather_epi64,
+            _mm512_mask_test_epi64_mask, _mm512_set1_epi64, _mm512_setzero_si512,
+            _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_sub_epi64,
+        };
+        let offset = _mm512_sub_epi64(values, _mm512_set1_epi64(self.min));
+        let span = _mm512_set1_epi64((self.bits.len() as i64).saturating_mul(64));
+        let inside = _mm512_cmplt_epu64_mask(offset, span);
+        // SAFETY: only lanes in `inside` are read, whose offsets are below 64 bits per word
+        // of `self.bits`, so their word indexes lie in it (8-byte words).
+        let words = unsafe {
+            _mm512_mask_i64gather_epi64::<8>(
+                _mm512_setzero_si512(),
+                inside,
+                _mm512_srli_epi64::<6>(offset),
+                self.bits.as_ptr().cast(),
+            )
+        };
+        let shift = _mm512_and_si512(offset, _mm512_set1_epi64(63));
+        let bit = _mm512_and_si512(_mm512_srlv_epi64(words, shift), _mm512_set1_epi64(1));
+        _mm512_mask_test_epi64_mask(inside, bit, bit)
+    }
+
     /// The bits of up to 64 values, one at a time.
     #[inline]
     fn word<T: Copy + Into<i64>>(&self, values: &[T]) -> u64 {
@@ -183,17 +304,12 @@ impl ValueBits {
             .fold(0, |w, (j, &v)| w | u64::from(self.has(v.into())) << j)
     }
 
-    /// The bits of 64 values, eight at a time: each value's offset from `min`, in range
-    /// (unsigned, so values below wrap past it), picks a word of bits, gathered for all
-    /// eight, and its low six bits the bit.
+    /// The bits of 64 values, eight at a time (see [`ValueBits::test8`]).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     fn word_avx512<T: Copy + Into<i64>>(&self, values: &[T; 64]) -> u64 {
         use std::arch::x86_64::{
-            __m512i, _mm256_loadu_si256, _mm512_and_si512, _mm512_cmplt_epu64_mask,
-            _mm512_cvtepi32_epi64, _mm512_loadu_epi64, _mm512_mask_i64gather_epi64,
-            _mm512_mask_test_epi64_mask, _mm512_set1_epi64, _mm512_setzero_si512,
-            _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_sub_epi64,
+            __m512i, _mm256_loadu_si256, _mm512_cvtepi32_epi64, _mm512_loadu_epi64,
         };
         let load = |k: usize| -> __m512i {
             let at = values[8 * k..8 * k + 8].as_ptr();
@@ -209,30 +325,9 @@ impl ValueBits {
         if !matches!(std::mem::size_of::<T>(), 4 | 8) {
             return self.word(values);
         }
-        let min = _mm512_set1_epi64(self.min);
-        let span = _mm512_set1_epi64((self.bits.len() as i64).saturating_mul(64));
-        let low6 = _mm512_set1_epi64(63);
-        let one = _mm512_set1_epi64(1);
         let mut word = 0u64;
         for k in 0..8 {
-            let offset = _mm512_sub_epi64(load(k), min);
-            let inside = _mm512_cmplt_epu64_mask(offset, span);
-            let index = _mm512_srli_epi64::<6>(offset);
-            // SAFETY: only lanes in `inside` are read, whose offsets are below 64 words'
-            // bits per word, so their word indexes lie in `self.bits` (8-byte words).
-            let words = unsafe {
-                _mm512_mask_i64gather_epi64::<8>(
-                    _mm512_setzero_si512(),
-                    inside,
-                    index,
-                    self.bits.as_ptr().cast(),
-                )
-            };
-            let bit = _mm512_and_si512(
-                _mm512_srlv_epi64(words, _mm512_and_si512(offset, low6)),
-                one,
-            );
-            word |= u64::from(_mm512_mask_test_epi64_mask(inside, bit, bit)) << (8 * k);
+            word |= u64::from(self.test8(load(k))) << (8 * k);
         }
         word
     }
@@ -547,5 +642,47 @@ mod tests {
         assert!(bits
             .column_mask(&Column::new_null(DataType::Utf8, 3))
             .is_none());
+    }
+
+    /// Keeping the listed rows whose value has its bit set equals testing each row alone,
+    /// for 4- and 8-byte values, with NULLs (kept, for the probe to flag) and without, at
+    /// list lengths around the 8-row step.
+    #[test]
+    fn listed_rows_keep_those_whose_value_may_match() {
+        let mut r = Rng(78);
+        let set: Vec<i64> = (0..200).map(|_| r.below(3000) as i64).collect();
+        let build = Column::Int64(PrimitiveColumn::from_options(set.iter().map(|&v| Some(v))));
+        let bits = ValueBits::new(&build, 0, 3000);
+        for len in [0, 5, 8, 9, 64, 301] {
+            let values: Vec<Option<i64>> = (0..len + 40)
+                .map(|_| (r.below(8) != 0).then(|| r.below(3500) as i64 - 100))
+                .collect();
+            let rows: Vec<u32> = (0..values.len() as u32)
+                .filter(|_| r.below(3) != 0)
+                .collect();
+            for nulls in [false, true] {
+                let values: Vec<Option<i64>> = match nulls {
+                    true => values.clone(),
+                    false => values.iter().map(|v| Some(v.unwrap_or(7))).collect(),
+                };
+                let want: Vec<u32> = rows
+                    .iter()
+                    .copied()
+                    .filter(|&i| values[i as usize].is_none_or(|v| bits.has(v)))
+                    .collect();
+                let wide = Column::Int64(PrimitiveColumn::from_options(values.iter().copied()));
+                let narrow = Column::Int32(PrimitiveColumn::from_options(
+                    values.iter().map(|v| v.map(|v| v as i32)),
+                ));
+                for col in [wide, narrow] {
+                    let mut got = rows.clone();
+                    assert!(bits.retain_listed(&col, &mut got));
+                    assert_eq!(got, want, "{len} rows, NULLs {nulls}");
+                }
+            }
+        }
+        let mut rows = vec![0, 1];
+        assert!(!bits.retain_listed(&Column::new_null(DataType::Utf8, 3), &mut rows));
+        assert_eq!(rows, vec![0, 1]);
     }
 }
