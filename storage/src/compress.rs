@@ -93,14 +93,9 @@ pub(crate) fn set_positions(mask: &Bitmap, kept: usize) -> Option<Vec<u32>> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn positions_avx512(mask: &Bitmap, out: &mut Vec<u32>) {
-    use std::arch::x86_64::{
-        _mm512_add_epi32, _mm512_maskz_compress_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
-        _mm512_storeu_epi32,
-    };
     assert!(out.is_empty(), "positions are written from the start");
     let room = out.capacity();
     let dst = out.as_mut_ptr();
-    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let mut n = 0usize;
     for wi in 0..mask.word_count() {
         // Bits past the mask's length read as clear, so no position reaches past it.
@@ -108,20 +103,48 @@ unsafe fn positions_avx512(mask: &Bitmap, out: &mut Vec<u32>) {
         if m == 0 {
             continue;
         }
-        for k in 0..4 {
-            let bits = (m >> (16 * k)) as u16;
-            assert!(n + 16 <= room, "more positions than counted");
-            let first = (wi * 64 + 16 * k) as i32;
-            let v = _mm512_add_epi32(_mm512_set1_epi32(first), lanes);
-            // SAFETY: the store writes sixteen `u32`s at `dst + n..dst + n + 16`, inside the
-            // room `out` has (asserted above); only the first `bits.count_ones()` of them,
-            // the selected positions packed low, are kept.
-            unsafe { _mm512_storeu_epi32(dst.add(n).cast(), _mm512_maskz_compress_epi32(bits, v)) };
-            n += bits.count_ones() as usize;
-        }
+        assert!(
+            n + m.count_ones() as usize + 16 <= room,
+            "more positions than counted"
+        );
+        // SAFETY: the processor has AVX-512F (this function's contract); `dst + n` has
+        // room for the word's positions and sixteen more (asserted above).
+        n += unsafe { word_positions(dst.add(n), (wi * 64) as u32, m) };
     }
     // SAFETY: the first `n` values were written above, within capacity.
     unsafe { out.set_len(n) };
+}
+
+/// Writes `base + j` for each set bit `j` of `bits` at `dst`, in order, and returns how
+/// many: sixteen bits a step, each compress storing all sixteen lanes with the selected
+/// positions packed low (the lanes past them are overwritten by the next step, or spare).
+///
+/// # Safety
+/// The processor must have AVX-512F, and `dst` be valid for writes of
+/// `bits.count_ones() + 16` `u32`s.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn word_positions(dst: *mut u32, base: u32, bits: u64) -> usize {
+    use std::arch::x86_64::{
+        _mm512_add_epi32, _mm512_maskz_compress_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
+        _mm512_storeu_epi32,
+    };
+    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let mut at = 0usize;
+    for k in 0..4 {
+        let quarter = (bits >> (16 * k)) as u16;
+        let first = _mm512_add_epi32(_mm512_set1_epi32((base + 16 * k) as i32), lanes);
+        // SAFETY: at most the positions of the quarters before were kept (`at`), so the
+        // sixteen lanes at `dst + at` lie within the `count_ones + 16` the caller provides.
+        unsafe {
+            _mm512_storeu_epi32(
+                dst.add(at).cast(),
+                _mm512_maskz_compress_epi32(quarter, first),
+            )
+        };
+        at += quarter.count_ones() as usize;
+    }
+    at
 }
 
 /// The bits of `bits` whose position is set in `mask` (of the same length), in order;

@@ -273,39 +273,19 @@ unsafe fn chunk_masks_avx512(chunk: &[u8; 64], d: u8, q: Option<u8>) -> ChunkMas
     }
 }
 
-/// [`write_positions`] sixteen bits at a time: each compress packs the positions of a
-/// sixteen-bit quarter's set bits into the low lanes and stores all sixteen lanes, the
-/// next quarter's overwriting those past the last kept one.
+/// [`write_positions`] sixteen bits at a time, by compress ([`crate::compress::word_positions`]).
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn write_positions_avx512(ends: &mut Vec<u32>, n: &mut usize, base: u32, bits: u64) {
-    use std::arch::x86_64::{
-        _mm512_add_epi32, _mm512_maskz_compress_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
-        _mm512_storeu_epi32,
-    };
     if ends.len() < *n + 64 {
         ends.resize((*n + 64) * 2, 0);
     }
-    let out: &mut [u32; 64] = (&mut ends[*n..*n + 64]).try_into().expect("64 slots");
-    // SAFETY: the caller guarantees AVX-512F.
-    let lanes = unsafe { _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) };
-    let mut at = 0usize;
-    for k in 0..4 {
-        let quarter = (bits >> (16 * k)) as u16;
-        // SAFETY: the caller guarantees AVX-512F; at most 16 * k positions were kept
-        // before this quarter, so the sixteen lanes stored at `out[at..at + 16]` lie
-        // inside `out`'s 64 slots.
-        unsafe {
-            let first = _mm512_set1_epi32((base + 16 * k) as i32);
-            let v = _mm512_maskz_compress_epi32(quarter, _mm512_add_epi32(first, lanes));
-            _mm512_storeu_epi32(out[at..at + 16].as_mut_ptr().cast(), v);
-        }
-        at += quarter.count_ones() as usize;
-    }
-    *n += at;
+    // SAFETY: the caller guarantees AVX-512F; `ends` holds 64 slots from `*n` (just above),
+    // room for a word's positions and sixteen more.
+    *n += unsafe { crate::compress::word_positions(ends.as_mut_ptr().add(*n), base, bits) };
 }
 
 /// The scan itself, over chunk masks computed by `masks`, positions written by `write`.
