@@ -174,7 +174,7 @@ impl ValueBits {
         Bitmap::from_word_fn(values.len(), |w| self.word(chunk(w)))
     }
 
-    /// Keeps the `rows` (ascending, each below the column's length) of integer-like column
+    /// Keeps the `rows` (each below the column's length) of integer-like column
     /// `col` whose value some build row may have, or whose value is NULL (the probe flags
     /// those); false, leaving them, for other columns. Eight rows at a time where the
     /// processor has AVX-512 (their values and then their words of bits gathered).
@@ -185,8 +185,9 @@ impl ValueBits {
             valid: Option<&Bitmap>,
             rows: &mut Vec<u32>,
         ) {
+            // Checked whole (a pass far cheaper than the gathers): the gathers read at them.
             assert!(
-                rows.last().is_none_or(|&r| (r as usize) < values.len()),
+                rows.iter().all(|&r| (r as usize) < values.len()),
                 "listed rows lie in the column"
             );
             let keep = |r: u32| {
@@ -194,9 +195,12 @@ impl ValueBits {
             };
             #[cfg(target_arch = "x86_64")]
             {
-                if valid.is_none() && std::arch::is_x86_feature_detected!("avx512f") {
+                // The gathers take rows as signed 32-bit indexes.
+                let indexable = values.len() <= i32::MAX as usize;
+                if valid.is_none() && indexable && std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the processor has AVX-512F (checked just above); every row
-                    // listed is below `values.len()` (asserted above: they ascend).
+                    // listed is below `values.len()` (asserted above), itself within a
+                    // signed 32-bit index.
                     let kept = unsafe { bits.retain_avx512(values, rows) };
                     rows.truncate(kept);
                     return;
@@ -217,7 +221,8 @@ impl ValueBits {
     /// kept rows compressed into place (never past the eight just read).
     ///
     /// # Safety
-    /// The processor must have AVX-512F, and every row in `rows` be below `values.len()`.
+    /// The processor must have AVX-512F, and every row in `rows` be below `values.len()`,
+    /// itself at most `i32::MAX`.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     unsafe fn retain_avx512<T: Copy + Into<i64>>(&self, values: &[T], rows: &mut [u32]) -> usize {
