@@ -197,8 +197,10 @@ impl ValueBits {
             {
                 // The gathers take rows as signed 32-bit indexes.
                 let indexable = values.len() <= i32::MAX as usize;
-                if valid.is_none() && indexable && std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the processor has AVX-512F (checked just above); every row
+                let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vl");
+                if valid.is_none() && indexable && avx512 {
+                    // SAFETY: the processor has AVX-512F and VL (checked just above); every row
                     // listed is below `values.len()` (asserted above), itself within a
                     // signed 32-bit index.
                     let kept = unsafe { bits.retain_avx512(values, rows) };
@@ -221,10 +223,10 @@ impl ValueBits {
     /// kept rows compressed into place (never past the eight just read).
     ///
     /// # Safety
-    /// The processor must have AVX-512F, and every row in `rows` be below `values.len()`,
-    /// itself at most `i32::MAX`.
+    /// The processor must have AVX-512F and VL, and every row in `rows` be below
+    /// `values.len()`, itself at most `i32::MAX`.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512vl")]
     unsafe fn retain_avx512<T: Copy + Into<i64>>(&self, values: &[T], rows: &mut [u32]) -> usize {
         use std::arch::x86_64::{
             _mm256_loadu_si256, _mm256_mask_compressstoreu_epi32, _mm256_mmask_i32gather_epi32,
