@@ -182,6 +182,11 @@ impl PlanSchema {
         self.lookup(c).ok()
     }
 
+    /// Every field `c` names: one, several when it is ambiguous, none when not found.
+    pub fn positions(&self, c: &ColumnRef) -> Vec<usize> {
+        self.lookup(c).map_or_else(|all| all, |one| vec![one])
+    }
+
     /// The one field `c` names, or every field it names ambiguously (none: not found).
     fn lookup(&self, c: &ColumnRef) -> Result<usize, Vec<usize>> {
         for exact in [true, false] {

@@ -191,13 +191,14 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
             alias,
             schema,
         } => {
+            // A reference the alias's output does not name belongs to a sibling (the other
+            // side of a join above), so it keeps nothing here; an ambiguous one keeps every
+            // field it names.
             let inner = input.schema().clone();
             let req = required
                 .iter()
-                .flat_map(|c| match schema.position(c) {
-                    Some(i) => vec![inner.field(i).column_ref()],
-                    None => all_columns(&inner),
-                })
+                .flat_map(|c| schema.positions(c))
+                .map(|i| inner.field(i).column_ref())
                 .collect();
             let input = prune(*input, req)?;
             let schema = input.schema().with_relation(&alias);
