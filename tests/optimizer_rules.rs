@@ -119,3 +119,55 @@ fn a_views_scan_is_narrowed_under_a_join() {
         off.execute(sql).expect("runs").rows()
     );
 }
+
+/// A UNION ALL keeps, in every input, only the positions read above it (one for `count(*)`),
+/// so a view over several files decodes only those columns; the answers are the rule-off
+/// ones, repeated names and casts between the inputs' types included.
+#[test]
+fn a_union_is_narrowed_position_by_position() {
+    let on = Session::with_threads(1);
+    let off = Session::with_threads(1);
+    off.set_disabled_rules(&["push_down_projection"])
+        .expect("a known rule");
+    for s in [&on, &off] {
+        s.execute(&format!(
+            "CREATE VIEW everyone AS SELECT * FROM {PEOPLE} UNION ALL SELECT * FROM {PEOPLE} \
+             WHERE age > 30"
+        ))
+        .expect("view");
+    }
+    let plan = explain(
+        &on,
+        "SELECT city, sum(score) AS s FROM everyone GROUP BY city",
+    );
+    assert_eq!(
+        plan.matches("projection=[city, score]").count(),
+        1,
+        "the unfiltered input reads city and score only:\n{plan}"
+    );
+    assert_eq!(
+        plan.matches("projection=[age, city, score]").count(),
+        1,
+        "the filtered one adds the filter's age:\n{plan}"
+    );
+    let count = explain(&on, "SELECT count(*) FROM everyone");
+    assert!(
+        count.contains("projection=[id]") && count.contains("projection=[id, age] filters"),
+        "count(*) reads one column of each input, and the filter's:\n{count}"
+    );
+    for sql in [
+        "SELECT city, sum(score) AS s FROM everyone GROUP BY city ORDER BY city",
+        "SELECT count(*) FROM everyone",
+        "SELECT name FROM everyone WHERE city = 'Paris' ORDER BY name",
+        "SELECT x, count(*) AS n FROM (SELECT age AS x, age AS y FROM everyone UNION ALL \
+         SELECT id, score FROM everyone) GROUP BY x ORDER BY x NULLS FIRST",
+        "SELECT y FROM (SELECT age AS x, age AS y FROM everyone UNION ALL \
+         SELECT id, score FROM everyone) ORDER BY y NULLS FIRST",
+    ] {
+        assert_eq!(
+            on.execute(sql).expect("runs").rows(),
+            off.execute(sql).expect("runs").rows(),
+            "{sql}"
+        );
+    }
+}

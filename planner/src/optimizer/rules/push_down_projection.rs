@@ -208,10 +208,67 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
                 schema,
             })
         }
-        // Distinct and union read every column of their inputs.
+        LogicalPlan::Union { inputs, schema } => prune_union(inputs, schema, &required),
+        // Distinct reads every column of its input.
         other => other.map_children(|c| {
             let all = all_columns(c.schema());
             prune(c, all)
         }),
     }
+}
+
+/// Narrows a UNION ALL to the output positions `required` names (at least one), position by
+/// position in every input, where each input is a projection (as the builder makes them);
+/// otherwise every input keeps all its columns.
+fn prune_union(
+    inputs: Vec<LogicalPlan>,
+    schema: PlanSchema,
+    required: &[ColumnRef],
+) -> PlanResult<LogicalPlan> {
+    let mut keep: Vec<usize> = required.iter().flat_map(|c| schema.positions(c)).collect();
+    keep.sort_unstable();
+    keep.dedup();
+    if keep.is_empty() {
+        keep.push(0);
+    }
+    let narrow = keep.len() < schema.len()
+        && inputs.iter().all(
+            |i| matches!(i, LogicalPlan::Projection { exprs, .. } if exprs.len() == schema.len()),
+        );
+    if !narrow {
+        let inputs = inputs
+            .into_iter()
+            .map(|c| {
+                let all = all_columns(c.schema());
+                prune(c, all)
+            })
+            .collect::<PlanResult<_>>()?;
+        return Ok(LogicalPlan::Union { inputs, schema });
+    }
+    let inputs = inputs
+        .into_iter()
+        .map(|input| {
+            let LogicalPlan::Projection {
+                input,
+                exprs,
+                schema,
+            } = input
+            else {
+                unreachable!("checked above: every input is a projection");
+            };
+            let fields = keep.iter().map(|&i| schema.field(i).clone()).collect();
+            let narrowed = LogicalPlan::Projection {
+                input,
+                exprs: keep.iter().map(|&i| exprs[i].clone()).collect(),
+                schema: PlanSchema::new(fields),
+            };
+            let all = all_columns(narrowed.schema());
+            prune(narrowed, all)
+        })
+        .collect::<PlanResult<_>>()?;
+    let fields = keep.iter().map(|&i| schema.field(i).clone()).collect();
+    Ok(LogicalPlan::Union {
+        inputs,
+        schema: PlanSchema::new(fields),
+    })
 }
