@@ -1,5 +1,5 @@
 //! Limits move toward the scans: below a projection (which keeps one row per row, so the
-//! same rows come out, and the projection then runs only on them), and a copy into every
+//! same rows come out, and the projection then runs only on them) and an alias, and a copy into every
 //! input of a UNION ALL (no input can contribute more than `offset + limit` rows). At run
 //! time a limit stops its pipeline once the morsels read so far hold enough rows, so a
 //! limit that reaches a scan stops the scan.
@@ -27,51 +27,59 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
             input,
             skip,
             fetch: Some(fetch),
-        } => match *input {
-            LogicalPlan::Projection {
-                input,
-                exprs,
-                schema,
-            } => LogicalPlan::Projection {
-                input: Box::new(LogicalPlan::Limit {
-                    input,
-                    skip,
-                    fetch: Some(fetch),
-                }),
-                exprs,
-                schema,
-            },
-            LogicalPlan::Union { inputs, schema } => {
-                let most = skip.saturating_add(fetch);
-                let inputs = inputs
-                    .into_iter()
-                    .map(|i| match i {
-                        bounded @ LogicalPlan::Limit {
-                            skip: 0,
-                            fetch: Some(f),
-                            ..
-                        } if f <= most => bounded,
-                        other => LogicalPlan::Limit {
-                            input: Box::new(other),
-                            skip: 0,
-                            fetch: Some(most),
-                        },
-                    })
-                    .collect();
-                LogicalPlan::Limit {
-                    input: Box::new(LogicalPlan::Union { inputs, schema }),
-                    skip,
-                    fetch: Some(fetch),
-                }
-            }
-            other => LogicalPlan::Limit {
-                input: Box::new(other),
-                skip,
-                fetch: Some(fetch),
-            },
-        },
+        } => push(*input, skip, fetch),
         other => other,
     })
+}
+
+/// `LIMIT fetch OFFSET skip` over `input`, moved as far down as it goes.
+fn push(input: LogicalPlan, skip: usize, fetch: usize) -> LogicalPlan {
+    match input {
+        LogicalPlan::Projection {
+            input,
+            exprs,
+            schema,
+        } => LogicalPlan::Projection {
+            input: Box::new(push(*input, skip, fetch)),
+            exprs,
+            schema,
+        },
+        // An alias renames, row for row (a view or a subquery in FROM: `SELECT * FROM v
+        // LIMIT 5` reaches the union or scan under `v`).
+        LogicalPlan::SubqueryAlias {
+            input,
+            alias,
+            schema,
+        } => LogicalPlan::SubqueryAlias {
+            input: Box::new(push(*input, skip, fetch)),
+            alias,
+            schema,
+        },
+        LogicalPlan::Union { inputs, schema } => {
+            let most = skip.saturating_add(fetch);
+            let inputs = inputs
+                .into_iter()
+                .map(|i| match i {
+                    bounded @ LogicalPlan::Limit {
+                        skip: 0,
+                        fetch: Some(f),
+                        ..
+                    } if f <= most => bounded,
+                    other => push(other, 0, most),
+                })
+                .collect();
+            LogicalPlan::Limit {
+                input: Box::new(LogicalPlan::Union { inputs, schema }),
+                skip,
+                fetch: Some(fetch),
+            }
+        }
+        other => LogicalPlan::Limit {
+            input: Box::new(other),
+            skip,
+            fetch: Some(fetch),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -111,5 +119,26 @@ mod tests {
         assert_eq!(text.matches("Limit: skip=0 fetch=5").count(), 2, "{text}");
         // Already bounded inputs are left alone: the rule reaches a fixed point.
         assert_eq!(rewrite(once).unwrap().to_string(), text);
+    }
+
+    /// `SELECT * FROM v LIMIT n` over a view of a union: the limit passes the query's
+    /// projection and the view's alias in one pass and bounds every input of the union.
+    #[test]
+    fn limits_pass_aliases_to_the_union_below() {
+        let plan = table("a")
+            .union(table("b"))
+            .unwrap()
+            .alias("v")
+            .project(vec![col("x")])
+            .unwrap()
+            .limit(0, Some(5))
+            .build();
+        let text = rewrite(plan).unwrap().to_string();
+        assert_eq!(
+            text,
+            "Projection: x\n  SubqueryAlias: v\n    Limit: skip=0 fetch=5\n      Union\n        \
+             Limit: skip=0 fetch=5\n          Scan: a (memory)\n        \
+             Limit: skip=0 fetch=5\n          Scan: b (memory)\n",
+        );
     }
 }
