@@ -40,6 +40,9 @@ impl LogicalPlan {
                 line
             }
             LogicalPlan::Filter { predicate, .. } => format!("Filter: {predicate}"),
+            LogicalPlan::Projection { exprs, .. } if exprs.is_empty() => {
+                "Projection: no columns (row counts only)".into()
+            }
             LogicalPlan::Projection { exprs, .. } => format!("Projection: {}", join_exprs(exprs)),
             LogicalPlan::Aggregate { group, aggs, .. } => {
                 format!(

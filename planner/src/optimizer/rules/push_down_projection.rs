@@ -101,17 +101,15 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
             exprs,
             schema,
         } => {
-            // Outputs nothing above reads are dropped, keeping at least one column (the
-            // first: `count(*)` over a view reads one column of its file, not all).
-            let mut keep: Vec<usize> = (0..exprs.len())
+            // Outputs nothing above reads are dropped, all of them where nothing reads any
+            // (`count(*)` over a view: its batches carry row counts and no columns, and the
+            // scan below decodes none).
+            let keep: Vec<usize> = (0..exprs.len())
                 .filter(|&i| {
                     let f = schema.field(i);
                     is_required(&required, &f.relation, &f.name)
                 })
                 .collect();
-            if keep.is_empty() && !exprs.is_empty() {
-                keep.push(0);
-            }
             let (exprs, schema) = if keep.len() == exprs.len() {
                 (exprs, schema)
             } else {
