@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Side-by-side over views of CSV files: morsel's CLI vs DuckDB (and Polars where the query
+has a plain lazy form), same files, same thread count, rounds interleaved.
+
+    python3 benches/peers/views.py [--threads 2] [--rounds 5] [--sf 1] [--before BINARY]
+
+Needs what benches/peers/run.py sets up first: its .venv and the TPC-H CSV files in
+target/tpch-data/sf<N>, and a release build of the CLI (`cargo build --release`). Each
+engine runs each query in its own process. DuckDB's and Polars' times are measured inside
+the process around the query up to a columnar result (start-up, imports and view creation
+excluded); morsel's is the CLI process's whole wall time (start-up, view creation and
+printing included), so the comparison leans against morsel. Results are checked equal
+(row counts, and cells as text or numbers within a relative 1e-6).
+
+`--before BINARY` adds a column for another build of the CLI (an earlier commit's), run in
+the same rounds.
+
+The workloads read through views, the way users name files once and query them many
+times: `count(*)` over a view, TPC-H Q9 over views of its six tables, and a view of a
+UNION ALL of orders.csv with itself, summed on one column and read with LIMIT 5.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PY = os.path.join(HERE, ".venv", "bin", "python")
+TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
+
+
+def views(data):
+    return "".join(
+        f"CREATE VIEW {t} AS SELECT * FROM '{data}/{t}.csv';\n" for t in TABLES
+    ) + (
+        f"CREATE VIEW orders2 AS SELECT * FROM '{data}/orders.csv' "
+        f"UNION ALL SELECT * FROM '{data}/orders.csv';\n"
+    )
+
+
+def workloads():
+    q9 = open(os.path.join(ROOT, "tests", "tpch", "queries", "q09.sql")).read().strip().rstrip(";")
+    return [
+        ("count(*) over a view of lineitem", "SELECT count(*) AS n FROM lineitem",
+         "pl.scan_csv(f'{data}/lineitem.csv').select(pl.len().alias('n'))"),
+        ("TPC-H Q9 over views", q9, None),
+        ("sum of one column over a UNION ALL view", "SELECT sum(o_totalprice) AS s FROM orders2",
+         "pl.concat([pl.scan_csv(f'{data}/orders.csv')] * 2).select(pl.col('o_totalprice').sum().alias('s'))"),
+        ("SELECT * FROM a UNION ALL view LIMIT 5", "SELECT * FROM orders2 LIMIT 5",
+         "pl.concat([pl.scan_csv(f'{data}/orders.csv')] * 2).head(5)"),
+    ]
+
+
+DUCK = """
+import duckdb, json, sys, time
+con = duckdb.connect()
+con.execute("SET threads={threads}")
+con.execute("SET enable_progress_bar = false")
+for s in {views!r}.split(";\\n"):
+    if s.strip():
+        con.execute(s)
+t = time.perf_counter()
+res = con.sql({sql!r}).fetch_arrow_table()
+ms = (time.perf_counter() - t) * 1e3
+rows = [list(r.values()) for r in res.to_pylist()]
+print(json.dumps({{"ms": ms, "rows": rows}}, default=str))
+"""
+
+POLARS = """
+import os, json, time
+import polars as pl
+data = {data!r}
+t = time.perf_counter()
+df = ({expr}).collect()
+ms = (time.perf_counter() - t) * 1e3
+print(json.dumps({{"ms": ms, "rows": [list(r) for r in df.rows()]}}, default=str))
+"""
+
+
+def run_morsel(binary, threads, statements):
+    t = time.perf_counter()
+    out = subprocess.run(
+        [binary, "-t", str(threads), "--format", "json"],
+        input=statements, capture_output=True, text=True, cwd=ROOT, check=True,
+    ).stdout
+    ms = (time.perf_counter() - t) * 1e3
+    parsed = json.loads(out)
+    rows = [list(r.values()) if isinstance(r, dict) else r for r in parsed]
+    return ms, rows
+
+
+def run_py(code, threads):
+    env = dict(os.environ, POLARS_MAX_THREADS=str(threads))
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["ms"], r["rows"]
+
+
+def same(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if len(x) != len(y):
+            return False
+        for u, v in zip(x, y):
+            try:
+                fu, fv = float(u), float(v)
+                if not math.isclose(fu, fv, rel_tol=1e-6, abs_tol=1e-9):
+                    return False
+            except (TypeError, ValueError):
+                if str(u) != str(v):
+                    return False
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sf", default="1")
+    ap.add_argument("--before")
+    args = ap.parse_args()
+    binary = os.path.join(ROOT, "target", "release", "morsel")
+    data = os.path.join(ROOT, "target", "tpch-data", f"sf{args.sf}")
+    v = views(data)
+    print(f"views over CSV, {args.threads} threads, {args.rounds} interleaved rounds (medians)\n")
+    before = " morsel before ms |" if args.before else ""
+    print(f"| workload |{before} morsel ms | DuckDB ms | Polars ms | morsel / best peer |")
+    print("|---|" + ("---:|" if args.before else "") + "---:|---:|---:|---:|")
+    for name, sql, polars in workloads():
+        times = {"b": [], "m": [], "d": [], "p": []}
+        ok = True
+        for _ in range(args.rounds):
+            if args.before:
+                ms, brows = run_morsel(args.before, args.threads, v + sql + ";\n")
+                times["b"].append(ms)
+            ms, mrows = run_morsel(binary, args.threads, v + sql + ";\n")
+            times["m"].append(ms)
+            if args.before:
+                ok &= len(mrows) == len(brows) if "LIMIT" in sql else same(mrows, brows)
+            ms, drows = run_py(DUCK.format(threads=args.threads, views=v, sql=sql), args.threads)
+            times["d"].append(ms)
+            # LIMIT without ORDER BY: any 5 rows are an answer; only the count is compared.
+            limit = "LIMIT" in sql
+            ok &= len(mrows) == len(drows) if limit else same(mrows, drows)
+            if polars:
+                ms, prows = run_py(POLARS.format(data=data, expr=polars), args.threads)
+                times["p"].append(ms)
+                ok &= len(mrows) == len(prows) if limit else same(mrows, prows)
+        med = {k: statistics.median(x) if x else None for k, x in times.items()}
+        best = min(x for x in (med["d"], med["p"]) if x is not None)
+        fmt = lambda x: "-" if x is None else f"{x:.1f}"
+        mark = "" if ok else " (results differ)"
+        before = f" {fmt(med['b'])} |" if args.before else ""
+        print(f"| {name}{mark} |{before} {fmt(med['m'])} | {fmt(med['d'])} | {fmt(med['p'])} | "
+              f"{med['m'] / best:.2f} |")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
