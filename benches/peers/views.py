@@ -17,7 +17,8 @@ the same rounds.
 
 The workloads read through views, the way users name files once and query them many
 times: `count(*)` over a view, TPC-H Q9 over views of its six tables, and a view of a
-UNION ALL of orders.csv with itself, summed on one column and read with LIMIT 5.
+UNION ALL of orders.csv with itself, summed on one column and read with LIMIT 5, and the
+first five rows of a view that sorts lineitem by price.
 """
 import argparse
 import json
@@ -40,6 +41,8 @@ def views(data):
     ) + (
         f"CREATE VIEW orders2 AS SELECT * FROM '{data}/orders.csv' "
         f"UNION ALL SELECT * FROM '{data}/orders.csv';\n"
+        f"CREATE VIEW by_price AS SELECT l_orderkey, l_extendedprice FROM '{data}/lineitem.csv' "
+        f"ORDER BY l_extendedprice DESC;\n"
     )
 
 
@@ -53,6 +56,9 @@ def workloads():
          "pl.concat([pl.scan_csv(f'{data}/orders.csv')] * 2).select(pl.col('o_totalprice').sum().alias('s'))"),
         ("SELECT * FROM a UNION ALL view LIMIT 5", "SELECT * FROM orders2 LIMIT 5",
          "pl.concat([pl.scan_csv(f'{data}/orders.csv')] * 2).head(5)"),
+        ("LIMIT 5 over a view that sorts lineitem", "SELECT * FROM by_price LIMIT 5",
+         "pl.scan_csv(f'{data}/lineitem.csv').select('l_orderkey', 'l_extendedprice')"
+         ".sort('l_extendedprice', descending=True).head(5)"),
     ]
 
 

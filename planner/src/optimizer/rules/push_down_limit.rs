@@ -122,7 +122,8 @@ mod tests {
     }
 
     /// `SELECT * FROM v LIMIT n` over a view of a union: the limit passes the query's
-    /// projection and the view's alias in one pass and bounds every input of the union.
+    /// projection and the view's alias in one pass and bounds every input of the union;
+    /// over a view that sorts, it reaches the sort (a top-k, not a whole sort).
     #[test]
     fn limits_pass_aliases_to_the_union_below() {
         let plan = table("a")
@@ -139,6 +140,20 @@ mod tests {
             "Projection: x\n  SubqueryAlias: v\n    Limit: skip=0 fetch=5\n      Union\n        \
              Limit: skip=0 fetch=5\n          Scan: a (memory)\n        \
              Limit: skip=0 fetch=5\n          Scan: b (memory)\n",
+        );
+        // A view that sorts: the limit lands right on the sort, which runs as a top-k.
+        let sorted = table("a")
+            .sort(vec![col("x").sort(false, true)])
+            .unwrap()
+            .alias("s")
+            .project(vec![col("x")])
+            .unwrap()
+            .limit(0, Some(5))
+            .build();
+        assert_eq!(
+            rewrite(sorted).unwrap().to_string(),
+            "Projection: x\n  SubqueryAlias: s\n    Limit: skip=0 fetch=5\n      \
+             Sort: x DESC NULLS FIRST\n        Scan: a (memory)\n",
         );
     }
 }
