@@ -1,8 +1,11 @@
 //! Limits move toward the scans: below a projection (which keeps one row per row, so the
-//! same rows come out, and the projection then runs only on them) and an alias, and a copy into every
-//! input of a UNION ALL (no input can contribute more than `offset + limit` rows). At run
-//! time a limit stops its pipeline once the morsels read so far hold enough rows, so a
-//! limit that reaches a scan stops the scan.
+//! same rows come out, and the projection then runs only on them) and an alias, and a copy
+//! into every input of a UNION ALL (no input can contribute more than `offset + limit`
+//! rows). At run time a limit stops its pipeline once the morsels read so far hold enough
+//! rows, so a limit that reaches a scan stops the scan, and one that reaches a sort makes
+//! it a top-k.
+
+use std::convert::Infallible;
 
 use crate::error::PlanResult;
 use crate::optimizer::OptimizerRule;
@@ -35,26 +38,12 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
 /// `LIMIT fetch OFFSET skip` over `input`, moved as far down as it goes.
 fn push(input: LogicalPlan, skip: usize, fetch: usize) -> LogicalPlan {
     match input {
-        LogicalPlan::Projection {
-            input,
-            exprs,
-            schema,
-        } => LogicalPlan::Projection {
-            input: Box::new(push(*input, skip, fetch)),
-            exprs,
-            schema,
-        },
-        // An alias renames, row for row (a view or a subquery in FROM: `SELECT * FROM v
-        // LIMIT 5` reaches the union or scan under `v`).
-        LogicalPlan::SubqueryAlias {
-            input,
-            alias,
-            schema,
-        } => LogicalPlan::SubqueryAlias {
-            input: Box::new(push(*input, skip, fetch)),
-            alias,
-            schema,
-        },
+        // A projection and an alias keep rows one for one (an alias: a view or a subquery
+        // in FROM, so `SELECT * FROM v LIMIT 5` reaches the union or sort under `v`).
+        node @ (LogicalPlan::Projection { .. } | LogicalPlan::SubqueryAlias { .. }) => {
+            let Ok(node) = node.map_children(|c| Ok::<_, Infallible>(push(c, skip, fetch)));
+            node
+        }
         LogicalPlan::Union { inputs, schema } => {
             let most = skip.saturating_add(fetch);
             let inputs = inputs
