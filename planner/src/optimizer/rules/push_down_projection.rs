@@ -219,9 +219,9 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
     }
 }
 
-/// Narrows a UNION ALL to the output positions `required` names (at least one), position by
-/// position in every input, where each input is a projection (as the builder makes them);
-/// otherwise every input keeps all its columns.
+/// Narrows a UNION ALL to the output positions `required` names (none for `count(*)`: its
+/// batches carry row counts), position by position in every input, where each input is a
+/// projection (as the builder makes them); otherwise every input keeps all its columns.
 fn prune_union(
     inputs: Vec<LogicalPlan>,
     schema: PlanSchema,
@@ -230,9 +230,6 @@ fn prune_union(
     let mut keep: Vec<usize> = required.iter().flat_map(|c| schema.positions(c)).collect();
     keep.sort_unstable();
     keep.dedup();
-    if keep.is_empty() {
-        keep.push(0);
-    }
     let narrow = keep.len() < schema.len()
         && inputs.iter().all(
             |i| matches!(i, LogicalPlan::Projection { exprs, .. } if exprs.len() == schema.len()),
