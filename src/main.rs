@@ -16,6 +16,7 @@ Without QUERY or --file, the query is read from standard input.
 options:
   -f, --file FILE        run the statements in FILE
       --format FORMAT    table (default), csv or json
+      --timer            print each statement's run time to standard error
   -t, --threads N        worker threads (default: MORSEL_THREADS or all cores)
   -h, --help             show this help
   -V, --version          show the version";
@@ -32,6 +33,7 @@ struct Args {
     file: Option<String>,
     format: Format,
     threads: Option<usize>,
+    timer: bool,
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
@@ -40,6 +42,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         file: None,
         format: Format::Table,
         threads: None,
+        timer: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -54,6 +57,7 @@ fn parse_args() -> Result<Option<Args>, String> {
                 return Ok(None);
             }
             "-f" | "--file" => args.file = Some(value("--file")?),
+            "--timer" => args.timer = true,
             "--format" => {
                 args.format = match value("--format")?.as_str() {
                     "table" => Format::Table,
@@ -108,9 +112,18 @@ fn run() -> Result<(), String> {
         Some(n) => Session::with_threads(n),
         None => Session::new(),
     };
-    let results = session.execute_all(&sql).map_err(|e| e.to_string())?;
+    let results = session.execute_all_timed(&sql).map_err(|e| e.to_string())?;
     let last = results.len().saturating_sub(1);
-    for (i, result) in results.iter().enumerate() {
+    for (i, (result, took)) in results.iter().enumerate() {
+        if args.timer {
+            // Bind, plan and run; printing is not included.
+            eprintln!(
+                "Run Time: statement {} of {}: {:.3} ms",
+                i + 1,
+                results.len(),
+                took.as_secs_f64() * 1e3
+            );
+        }
         // Statements without output (CREATE, DROP) print nothing, unless last.
         if result.schema().is_empty() && i != last {
             continue;

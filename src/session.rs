@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use morsel_executor::ExecContext;
 use morsel_planner::{CsvFiles, MemTable, PlanBuilder, TableSource};
@@ -264,10 +265,21 @@ impl Session {
     /// Runs `;`-separated statements in order and returns every result (DDL statements give
     /// an empty one). Stops at the first error: the statements before it have taken effect.
     pub fn execute_all(&self, script: &str) -> Result<Vec<QueryResult>> {
+        Ok(self
+            .execute_all_timed(script)?
+            .into_iter()
+            .map(|(result, _)| result)
+            .collect())
+    }
+
+    /// Like [`Session::execute_all`], with each statement's wall time: binding, planning
+    /// and running it to its result (the CLI's `--timer`).
+    pub fn execute_all_timed(&self, script: &str) -> Result<Vec<(QueryResult, Duration)>> {
         let stmts = morsel_sql::parse(script)?;
         let mut results = Vec::with_capacity(stmts.len());
         for stmt in &stmts {
-            results.push(match morsel_sql::plan_statement(stmt, self)? {
+            let started = Instant::now();
+            let result = match morsel_sql::plan_statement(stmt, self)? {
                 Statement::Query(plan) => self.run_plan(plan)?,
                 Statement::Explain {
                     plan,
@@ -276,7 +288,8 @@ impl Session {
                     format,
                 } => crate::explain::explain(self, &plan, verbose, analyze, format)?,
                 other => self.run_statement(other)?,
-            });
+            };
+            results.push((result, started.elapsed()));
         }
         Ok(results)
     }

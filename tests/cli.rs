@@ -1,5 +1,6 @@
 //! The `morsel` binary: formats, statements from a file or stdin, several statements,
-//! errors (one line, non-zero exit), and the same output at MORSEL_THREADS=1 and 4.
+//! errors (one line, non-zero exit), the same output at MORSEL_THREADS=1 and 4, and the
+//! statement timer.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -140,4 +141,27 @@ fn skipped_rows_are_reported_on_stderr() {
         err.contains("tests/data/bad_value.csv:4: expected 2 fields but found 3"),
         "{err}"
     );
+}
+
+/// `--timer` prints one run time per statement on standard error, in order, and leaves the
+/// result on standard output as it is without it.
+#[test]
+fn the_timer_prints_each_statements_run_time_on_stderr() {
+    let script = format!("CREATE VIEW s AS SELECT * FROM 'examples/sales.csv'; {QUERY}");
+    let plain = morsel(&["--format", "csv", &script], None, None);
+    let timed = morsel(&["--timer", "--format", "csv", &script], None, None);
+    assert!(timed.status.success());
+    assert_eq!(stdout(&timed), stdout(&plain));
+    let err = String::from_utf8_lossy(&timed.stderr).to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    for (i, line) in lines.iter().enumerate() {
+        let prefix = format!("Run Time: statement {} of 2: ", i + 1);
+        let ms = line
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(" ms"))
+            .and_then(|v| v.parse::<f64>().ok());
+        assert!(ms.is_some_and(|ms| ms >= 0.0), "{line}");
+    }
+    assert!(plain.stderr.is_empty());
 }
