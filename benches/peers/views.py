@@ -2,18 +2,20 @@
 """Side-by-side over views of CSV files: morsel's CLI vs DuckDB (and Polars where the query
 has a plain lazy form), same files, same thread count, rounds interleaved.
 
-    python3 benches/peers/views.py [--threads 2] [--rounds 5] [--sf 1] [--before BINARY]
+    python3 benches/peers/views.py [--threads 2] [--rounds 5] [--sf 1]
+                                   [--before BINARY [--before-whole]]
 
 Needs what benches/peers/run.py sets up first: its .venv and the TPC-H CSV files in
 target/tpch-data/sf<N>, and a release build of the CLI (`cargo build --release`). Each
-engine runs each query in its own process. DuckDB's and Polars' times are measured inside
-the process around the query up to a columnar result (start-up, imports and view creation
-excluded); morsel's is the CLI process's whole wall time (start-up, view creation and
-printing included), so the comparison leans against morsel. Results are checked equal
-(row counts, and cells as text or numbers within a relative 1e-6).
+engine runs each query in its own process and is timed inside it around the query up to a
+columnar result: morsel by its `--timer` (binding, planning and running the last
+statement), DuckDB and Polars by the clock around the call (start-up, imports and view
+creation excluded for all three). Results are checked equal (row counts, and cells as text
+or numbers within a relative 1e-6).
 
 `--before BINARY` adds a column for another build of the CLI (an earlier commit's), run in
-the same rounds.
+the same rounds; `--before-whole` times it as a whole process, for builds older than
+`--timer` (then its column includes start-up and view creation).
 
 The workloads read through views, the way users name files once and query them many
 times: `count(*)` over a view, TPC-H Q9 over views of its six tables, and a view of a
@@ -91,14 +93,17 @@ print(json.dumps({{"ms": ms, "rows": [list(r) for r in df.rows()]}}, default=str
 """
 
 
-def run_morsel(binary, threads, statements):
+def run_morsel(binary, threads, statements, timer=True):
+    """The last statement's time as `--timer` reports it (binding, planning and running it),
+    or, for a build without the timer, the process's whole wall time."""
+    args = [binary, "-t", str(threads), "--format", "json"] + (["--timer"] if timer else [])
     t = time.perf_counter()
-    out = subprocess.run(
-        [binary, "-t", str(threads), "--format", "json"],
-        input=statements, capture_output=True, text=True, cwd=ROOT, check=True,
-    ).stdout
+    done = subprocess.run(args, input=statements, capture_output=True, text=True, cwd=ROOT,
+                          check=True)
     ms = (time.perf_counter() - t) * 1e3
-    parsed = json.loads(out)
+    if timer:
+        ms = float(done.stderr.strip().splitlines()[-1].split(": ")[-1].removesuffix(" ms"))
+    parsed = json.loads(done.stdout)
     rows = [list(r.values()) if isinstance(r, dict) else r for r in parsed]
     return ms, rows
 
@@ -133,6 +138,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sf", default="1")
     ap.add_argument("--before")
+    ap.add_argument("--before-whole", action="store_true",
+                    help="time the --before build as a whole process (it has no --timer)")
     args = ap.parse_args()
     binary = os.path.join(ROOT, "target", "release", "morsel")
     data = os.path.join(ROOT, "target", "tpch-data", f"sf{args.sf}")
@@ -146,7 +153,8 @@ def main():
         ok = True
         for _ in range(args.rounds):
             if args.before:
-                ms, brows = run_morsel(args.before, args.threads, v + sql + ";\n")
+                ms, brows = run_morsel(args.before, args.threads, v + sql + ";\n",
+                                       timer=not args.before_whole)
                 times["b"].append(ms)
             ms, mrows = run_morsel(binary, args.threads, v + sql + ";\n")
             times["m"].append(ms)
