@@ -110,37 +110,32 @@ mod tests {
         assert_eq!(rewrite(once).unwrap().to_string(), text);
     }
 
+    /// `SELECT x FROM v LIMIT 5` where `body AS v` is the view, after the rule.
+    fn first_five_through_view(body: PlanBuilder, view: &str) -> String {
+        let plan = body
+            .alias(view)
+            .project(vec![col("x")])
+            .unwrap()
+            .limit(0, Some(5))
+            .build();
+        rewrite(plan).unwrap().to_string()
+    }
+
     /// `SELECT * FROM v LIMIT n` over a view of a union: the limit passes the query's
     /// projection and the view's alias in one pass and bounds every input of the union;
     /// over a view that sorts, it reaches the sort (a top-k, not a whole sort).
     #[test]
     fn limits_pass_aliases_to_the_union_below() {
-        let plan = table("a")
-            .union(table("b"))
-            .unwrap()
-            .alias("v")
-            .project(vec![col("x")])
-            .unwrap()
-            .limit(0, Some(5))
-            .build();
-        let text = rewrite(plan).unwrap().to_string();
         assert_eq!(
-            text,
+            first_five_through_view(table("a").union(table("b")).unwrap(), "v"),
             "Projection: x\n  SubqueryAlias: v\n    Limit: skip=0 fetch=5\n      Union\n        \
              Limit: skip=0 fetch=5\n          Scan: a (memory)\n        \
              Limit: skip=0 fetch=5\n          Scan: b (memory)\n",
         );
         // A view that sorts: the limit lands right on the sort, which runs as a top-k.
-        let sorted = table("a")
-            .sort(vec![col("x").sort(false, true)])
-            .unwrap()
-            .alias("s")
-            .project(vec![col("x")])
-            .unwrap()
-            .limit(0, Some(5))
-            .build();
+        let sorting = table("a").sort(vec![col("x").sort(false, true)]).unwrap();
         assert_eq!(
-            rewrite(sorted).unwrap().to_string(),
+            first_five_through_view(sorting, "s"),
             "Projection: x\n  SubqueryAlias: s\n    Limit: skip=0 fetch=5\n      \
              Sort: x DESC NULLS FIRST\n        Scan: a (memory)\n",
         );
