@@ -621,11 +621,16 @@ fn scan_lines(t: &mut String, m: &ScanMetrics, kept: u64) {
     wrap(
         t,
         &format!(
-            "    {} records read{filter}; I/O {} and record boundaries {} (one worker at a \
-             time), tokenize {}{}, parse {}",
+            "    {} records read{filter}; I/O {} and record boundaries {} ({}), tokenize {}{}, \
+             parse {}",
             count(m.rows_read as f64),
             time(m.io_ns),
             time(m.split_ns),
+            if m.read_in_parallel {
+                "summed over workers"
+            } else {
+                "one worker at a time"
+            },
             time(m.tokenize_ns),
             match m.record_by_record_blocks {
                 0 => String::new(),
@@ -639,7 +644,7 @@ fn scan_lines(t: &mut String, m: &ScanMetrics, kept: u64) {
 
 /// The profile as JSON. Schema (stable): `{threads, wall_ms, cpu_ms, optimize_ms,
 /// result_rows, pipelines: [{source, wall_ms, merge_ms, morsels, morsels_per_worker: [..],
-/// scan: null | {rows_read, io_ms, split_ms, tokenize_ms, parse_ms, filter_ms|null,
+/// scan: null | {rows_read, read_in_parallel, io_ms, split_ms, tokenize_ms, parse_ms, filter_ms|null,
 /// record_by_record_blocks},
 /// stages: [{name, estimated_rows|null, rows, batches, bytes, cpu_ms, cpu_ms_per_worker:
 /// [..], memory_bytes, details: [..]}]}], hints: [..]}`.
@@ -669,8 +674,9 @@ fn profile_json(p: &QueryProfile) -> String {
             pl.morsels,
             per.join(", "),
             pl.scan.as_ref().map_or("null".to_string(), |m| format!(
-                "{{\"rows_read\": {}, \"io_ms\": {}, \"split_ms\": {}, \"tokenize_ms\": {}, \"parse_ms\": {}, \"filter_ms\": {}, \"record_by_record_blocks\": {}}}",
+                "{{\"rows_read\": {}, \"read_in_parallel\": {}, \"io_ms\": {}, \"split_ms\": {}, \"tokenize_ms\": {}, \"parse_ms\": {}, \"filter_ms\": {}, \"record_by_record_blocks\": {}}}",
                 m.rows_read,
+                m.read_in_parallel,
                 ms(m.io_ns),
                 ms(m.split_ns),
                 ms(m.tokenize_ns),

@@ -192,6 +192,54 @@ fn a_limit_stops_the_scan() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A scan's workers read the stretches of a file at the same time (the profile says so),
+/// and get the rows that one worker reading block after block gets (`n_rows`: records
+/// counted in order), with float sums the same to the bit at any thread count.
+#[test]
+fn workers_read_a_files_stretches_at_once() {
+    let dir = std::env::temp_dir().join(format!("morsel-stretches-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("quoted.csv");
+    let mut text = String::from("id,note,x\n");
+    for i in 0..30_000 {
+        let note = match i % 5 {
+            0 => format!("\"line\nbreak {i}\""),
+            1 => format!("\"say \"\"{i}\"\"\""),
+            _ => format!("n{i}"),
+        };
+        text.push_str(&format!("{i},{note},{}\r\n", f64::from(i) / 7.0));
+    }
+    std::fs::write(&path, &text).expect("write csv");
+    let path = path.to_string_lossy().into_owned();
+    let options = CsvOptions::default().with_block_size(16 * 1024);
+    let mut answers = Vec::new();
+    for (threads, options, in_parallel) in [
+        (1, options.clone().with_n_rows(usize::MAX), false),
+        (1, options.clone(), true),
+        (2, options.clone(), true),
+        (8, options.clone(), true),
+    ] {
+        let s = Session::with_threads(threads);
+        let frame = s.read_csv(&path, options).expect("open");
+        let summed = frame
+            .clone()
+            .group_by([])
+            .agg([col("x").sum(), col("note").count()]);
+        let profile = summed.explain_analyze().expect("profile");
+        let scan = profile.pipelines[0].scan.clone().expect("a CSV scan");
+        assert_eq!(scan.read_in_parallel, in_parallel, "{threads} threads");
+        assert_eq!(scan.rows_read, 30_000);
+        assert!(profile.pipelines[0].morsels > 20, "{threads} threads");
+        let rows = frame.collect().expect("runs").rows();
+        answers.push((rows, summed.collect().expect("runs").rows()));
+    }
+    assert_eq!(answers[0].0.len(), 30_000);
+    assert!(answers.iter().all(|a| a.0 == answers[0].0));
+    // Sums add in block order, and the two splitters cut different blocks.
+    assert!(answers[2..].iter().all(|a| a.1 == answers[1].1));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// EXPLAIN FORMAT JSON, and EXPLAIN ANALYZE's JSON with its timings and timing-derived hints
 /// redacted, as snapshots: any change to the plan, the pipelines, fused programs or the
 /// profile's row counts shows in review.

@@ -73,9 +73,12 @@ pub struct PipelineStats {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScanMetrics {
     pub rows_read: u64,
-    /// Reading the input (one worker at a time, under the scan's lock).
+    /// Whether workers read the input at the same time (each its own stretch), or one at a
+    /// time under the scan's lock (where records are counted in order).
+    pub read_in_parallel: bool,
+    /// Reading the input, summed over workers.
     pub io_ns: u64,
-    /// Finding record boundaries in what was read (also under the lock).
+    /// Finding record boundaries in what was read, summed over workers.
     pub split_ns: u64,
     /// Finding field boundaries, summed over workers.
     pub tokenize_ns: u64,

@@ -2,12 +2,12 @@
 //! into record-aligned blocks that workers decode in parallel.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use morsel_planner::CsvFiles;
 use morsel_storage::csv::{
-    BlockDecoder, BlockSplitter, DecodeFilter, DecodedBlock, FilteredDecodeError,
+    BlockDecoder, DataSplitter, DecodeFilter, DecodedBlock, FilteredDecodeError,
 };
 use morsel_storage::{Batch, Bitmap};
 
@@ -110,8 +110,9 @@ impl DecodeFilter for ScanFilter {
     }
 }
 
-/// Reads CSV files (one, or a glob's matches in path order): the splitter (sequential I/O
-/// under a lock) hands out blocks, file after file, and workers decode them in parallel,
+/// Reads CSV files (one, or a glob's matches in path order), file after file: workers take
+/// the next stretch of the file under a lock and read and decode its block in parallel
+/// (where records are counted in order, the splitter reads each block under the lock),
 /// parsing only the projected columns and, with a pushed-down filter, building the columns
 /// the filter does not read only for the rows it keeps. Morsels are numbered across files
 /// in that order.
@@ -131,7 +132,9 @@ pub struct CsvSource {
 
 struct CsvCursor {
     /// The current file's splitter (the next file's is opened when this one ends).
-    splitter: Option<BlockSplitter>,
+    splitter: Option<DataSplitter>,
+    /// The current file's next stretch, where its splitter reads in parallel.
+    stretch: u64,
     file: usize,
     seq: u64,
 }
@@ -156,6 +159,7 @@ impl CsvSource {
             files: files.clone(),
             cursor: Mutex::new(CsvCursor {
                 splitter: Some(readers[0].splitter()?),
+                stretch: 0,
                 file: 0,
                 seq: 0,
             }),
@@ -191,37 +195,55 @@ impl CsvSource {
     }
 
     /// The next block of the current file, opening the next file when one ends, and the
-    /// nanoseconds spent reading input for it.
-    fn next_block(&self, c: &mut CsvCursor) -> (ExecResult<Option<Morsel>>, u64) {
-        let mut io = 0;
-        let morsel = loop {
-            let Some(splitter) = c.splitter.as_mut() else {
-                break Ok(None);
-            };
-            let before = splitter.io_ns();
-            let block = splitter.next_block();
-            io += splitter.io_ns() - before;
-            match block {
-                Err(e) => break Err(e.into()),
-                Ok(Some(block)) => {
-                    let (file, seq) = (c.file, c.seq);
-                    c.seq += 1;
-                    break Ok(Some(Morsel {
-                        seq,
-                        data: MorselData::Csv { file, block },
-                    }));
-                }
-                Ok(None) => {
-                    c.file += 1;
-                    c.splitter = match self.files.readers().get(c.file).map(|r| r.splitter()) {
-                        Some(Ok(s)) => Some(s),
-                        Some(Err(e)) => break Err(e.into()),
-                        None => None,
-                    };
+    /// nanoseconds spent reading input for it. A block of a file read in parallel is read
+    /// after the lock is let go.
+    fn next_block(&self, mut c: MutexGuard<'_, CsvCursor>) -> (ExecResult<Option<Morsel>>, u64) {
+        let (file, seq, stretch) = (c.file, c.seq, c.stretch);
+        let found = match c.splitter.as_mut() {
+            None => return (Ok(None), 0),
+            Some(DataSplitter::InOrder(splitter)) => {
+                let before = splitter.io_ns();
+                let block = splitter.next_block();
+                let io = splitter.io_ns() - before;
+                match block {
+                    Err(e) => return (Err(e.into()), io),
+                    Ok(found) => found.map(|block| (block, io)),
                 }
             }
+            Some(DataSplitter::Parallel(splitter)) if stretch < splitter.stretches() => {
+                let splitter = Arc::clone(splitter);
+                c.stretch += 1;
+                c.seq += 1;
+                drop(c);
+                return match splitter.block(stretch) {
+                    Err(e) => (Err(e.into()), 0),
+                    // An earlier stretch failed: its worker reports why.
+                    Ok(None) => (Ok(None), 0),
+                    Ok(Some((block, io))) => {
+                        let data = MorselData::Csv { file, block };
+                        (Ok(Some(Morsel { seq, data })), io)
+                    }
+                };
+            }
+            Some(DataSplitter::Parallel(_)) => None,
         };
-        (morsel, io)
+        match found {
+            Some((block, io)) => {
+                c.seq += 1;
+                let data = MorselData::Csv { file, block };
+                (Ok(Some(Morsel { seq, data })), io)
+            }
+            None => {
+                c.file += 1;
+                c.stretch = 0;
+                c.splitter = match self.files.readers().get(c.file).map(|r| r.splitter()) {
+                    Some(Ok(s)) => Some(s),
+                    Some(Err(e)) => return (Err(e.into()), 0),
+                    None => None,
+                };
+                self.next_block(c)
+            }
+        }
     }
 }
 
@@ -240,6 +262,7 @@ impl Source for CsvSource {
     fn scan_metrics(&self) -> Option<ScanMetrics> {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Some(ScanMetrics {
+            read_in_parallel: self.files.readers()[0].reads_in_parallel(),
             rows_read: load(&self.rows_read),
             io_ns: load(&self.io_ns),
             split_ns: load(&self.split_ns),
@@ -251,9 +274,9 @@ impl Source for CsvSource {
     }
 
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
-        let mut c = self.cursor.lock().expect("splitter");
+        let c = self.cursor.lock().expect("splitter");
         let started = Instant::now();
-        let (morsel, io) = self.next_block(&mut c);
+        let (morsel, io) = self.next_block(c);
         let ns = started.elapsed().as_nanos() as u64;
         self.io_ns.fetch_add(io, Ordering::Relaxed);
         self.split_ns

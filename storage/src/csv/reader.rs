@@ -8,7 +8,8 @@ use super::error::{CsvError, CsvErrorKind};
 use super::infer::{infer_types, ColumnInference, InferenceReport};
 use super::input::CsvInput;
 use super::options::CsvOptions;
-use super::split::{BlockSplitter, LineOrigin};
+use super::split::{Block, BlockSplitter, LineOrigin};
+use super::stretch::StretchSplitter;
 use super::tokenize::{field_bytes, Dialect, Tokenizer};
 use crate::batch::Batch;
 use crate::datatype::{Field, Schema, SchemaRef};
@@ -30,6 +31,14 @@ pub struct CsvReader {
     data_start: u64,
     data_line: u64,
     inference: InferenceReport,
+}
+
+/// What cuts a scan's data into blocks.
+pub enum DataSplitter {
+    /// One block after another, by one worker at a time.
+    InOrder(Box<BlockSplitter>),
+    /// Blocks that workers read at the same time, shared by them.
+    Parallel(Arc<StretchSplitter>),
 }
 
 /// Where the data begins and what the header says.
@@ -190,9 +199,27 @@ impl CsvReader {
         &self.inference
     }
 
+    /// Whether scans read the data in parallel ([`StretchSplitter`]) rather than one block
+    /// after another ([`BlockSplitter`]): unless comment lines, `ignore_errors` or `n_rows`
+    /// need records counted in order.
+    pub fn reads_in_parallel(&self) -> bool {
+        self.dialect.comment.is_none()
+            && !self.options.ignore_errors
+            && self.options.n_rows.is_none()
+    }
+
     /// A splitter over the data part; call once per scan.
-    pub fn splitter(&self) -> Result<BlockSplitter, CsvError> {
-        BlockSplitter::new(
+    pub fn splitter(&self) -> Result<DataSplitter, CsvError> {
+        if self.reads_in_parallel() {
+            return Ok(DataSplitter::Parallel(Arc::new(StretchSplitter::new(
+                &self.input,
+                self.data_start,
+                self.data_line,
+                self.dialect.quote,
+                self.options.block_size,
+            )?)));
+        }
+        Ok(DataSplitter::InOrder(Box::new(BlockSplitter::new(
             &self.input,
             self.data_start,
             self.data_line,
@@ -200,7 +227,7 @@ impl CsvReader {
             self.options.block_size,
             self.options.n_rows,
             self.options.ignore_errors,
-        )
+        )?)))
     }
 
     /// A decoder for the columns at `projection` (file column indexes; `None` = all).
@@ -220,18 +247,33 @@ impl CsvReader {
     /// Reads everything serially (tests, tools); queries use the executor's parallel scan.
     pub fn read_all(&self, projection: Option<&[usize]>) -> Result<CsvData, CsvError> {
         let decoder = self.decoder(projection);
-        let mut splitter = self.splitter()?;
+        let schema = decoder.schema().clone();
         let mut batches = Vec::new();
         let mut skipped = Vec::new();
-        while let Some(block) = splitter.next_block()? {
-            let decoded = decoder.decode(&block)?;
+        let mut add = |block: &Block| -> Result<(), CsvError> {
+            let decoded = decoder.decode(block)?;
             skipped.extend(decoded.skipped);
             if decoded.batch.num_rows() > 0 {
                 batches.push(decoded.batch);
             }
+            Ok(())
+        };
+        match self.splitter()? {
+            DataSplitter::InOrder(mut splitter) => {
+                while let Some(block) = splitter.next_block()? {
+                    add(&block)?;
+                }
+            }
+            DataSplitter::Parallel(splitter) => {
+                for k in 0..splitter.stretches() {
+                    if let Some((block, _)) = splitter.block(k)? {
+                        add(&block)?;
+                    }
+                }
+            }
         }
         Ok(CsvData {
-            schema: decoder.schema().clone(),
+            schema,
             batches,
             skipped,
         })
