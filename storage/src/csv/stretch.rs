@@ -17,10 +17,11 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use memchr::{memchr, memchr_iter};
+use memchr::memchr;
 
 use super::error::{CsvError, CsvErrorKind};
 use super::input::{CsvInput, PositionalInput};
+use super::separators::odd_count;
 use super::split::{Block, BlockBytes, BufferPool, LineOrigin};
 
 /// Bytes read past a stretch's end at first, to finish its last record; doubled while the
@@ -120,9 +121,7 @@ impl StretchSplitter {
             ));
             return Err(CsvError::new(self.name.name(), kind));
         }
-        let odd_inside = self
-            .quote
-            .is_some_and(|q| memchr_iter(q, &buf[lead..inside]).count() % 2 == 1);
+        let odd_inside = self.quote.is_some_and(|q| odd_count(&buf[lead..inside], q));
         let Some(odd_before) = turn.take(k, odd_inside) else {
             return Ok(None);
         };
@@ -200,7 +199,7 @@ impl StretchSplitter {
         while let Some(i) = memchr(b'\n', &buf[search..]) {
             let nl = search + i;
             if let (Some(q), true) = (self.quote, nl > counted) {
-                odd ^= memchr_iter(q, &buf[counted..nl]).count() % 2 == 1;
+                odd ^= odd_count(&buf[counted..nl], q);
                 counted = nl;
             }
             if !odd {
@@ -209,7 +208,7 @@ impl StretchSplitter {
             search = nl + 1;
         }
         if let Some(q) = self.quote {
-            odd ^= memchr_iter(q, &buf[counted..]).count() % 2 == 1;
+            odd ^= odd_count(&buf[counted..], q);
         }
         Boundary::Beyond { odd }
     }
@@ -259,6 +258,8 @@ impl Drop for Turn<'_> {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    use memchr::memchr_iter;
 
     use super::*;
     use crate::test_rng::Rng;
