@@ -1,5 +1,5 @@
 //! Runs the sqllogictest files under tests/slt (or the files and folders given after `--`),
-//! each at several thread counts (SLT_THREADS, default "1,4"), keeps going after failures,
+//! each at several thread counts (SLT_THREADS, default "1,2,4,8"), keeps going after failures,
 //! prints every failing record with expected vs actual, and ends with `N passed, M failed`.
 //!
 //! Cells are formatted by the value's runtime type: NULL; true/false; integers in decimal;
@@ -171,7 +171,7 @@ fn main() -> ExitCode {
         slt_files(r, &mut files);
     }
     let threads: Vec<usize> = std::env::var("SLT_THREADS")
-        .unwrap_or_else(|_| "1,4".into())
+        .unwrap_or_else(|_| "1,2,4,8".into())
         .split(',')
         .filter_map(|t| t.trim().parse().ok())
         .collect();

@@ -1,7 +1,7 @@
 //! All 22 TPC-H queries at scale factor 0.01 over CSV files generated in-process
 //! (tpchgen), checked against answers DuckDB produced from the same files
 //! (tests/tools/tpch_answers.py), through SQL and (Q1, Q6) the LazyFrame API, and compared
-//! bit for bit between 1 and 4 worker threads.
+//! bit for bit between 1, 2, 4 and 8 worker threads.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -98,14 +98,16 @@ fn check_sql(q: u32) {
         .execute(&query_text(q))
         .expect("query runs at 1 thread");
     assert_answer(&one, q);
-    let four = session(4)
-        .execute(&query_text(q))
-        .expect("query runs at 4 threads");
-    assert_eq!(
-        exact(&one),
-        exact(&four),
-        "TPC-H Q{q}: 1 and 4 threads differ"
-    );
+    for threads in [2, 4, 8] {
+        let other = session(threads)
+            .execute(&query_text(q))
+            .expect("query runs");
+        assert_eq!(
+            exact(&one),
+            exact(&other),
+            "TPC-H Q{q}: 1 and {threads} threads differ"
+        );
+    }
 }
 
 #[test]
@@ -162,22 +164,23 @@ fn memory_session(threads: usize) -> Session {
     s
 }
 
-/// Every query over tables in memory gives the answer, the same at 1 and 4 threads; Q19's
+/// Every query over tables in memory gives the answer, the same at 1, 2, 4 and 8 threads; Q19's
 /// lineitem scan tests the part join's keys before its text conjuncts (the path is taken).
 #[test]
 fn queries_over_tables_in_memory() {
-    let (one, four) = (memory_session(1), memory_session(4));
+    let one = memory_session(1);
+    let others = [2, 4, 8].map(|threads| (threads, memory_session(threads)));
     for q in 1..=22 {
         let a = one.execute(&query_text(q)).expect("query runs at 1 thread");
         assert_answer(&a, q);
-        let b = four
-            .execute(&query_text(q))
-            .expect("query runs at 4 threads");
-        assert_eq!(
-            exact(&a),
-            exact(&b),
-            "TPC-H Q{q} in memory: 1 and 4 threads differ"
-        );
+        for (threads, other) in &others {
+            let b = other.execute(&query_text(q)).expect("query runs");
+            assert_eq!(
+                exact(&a),
+                exact(&b),
+                "TPC-H Q{q} in memory: 1 and {threads} threads differ"
+            );
+        }
     }
     let profile = one
         .execute(&format!("EXPLAIN ANALYZE {}", query_text(19)))
