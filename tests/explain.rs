@@ -240,6 +240,50 @@ fn workers_read_a_files_stretches_at_once() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// UNION ALL streams its inputs through one pipeline (no input is collected first): its
+/// rows come in input order, and its float sums are the same to the bit at any thread count.
+#[test]
+fn a_union_streams_its_inputs() {
+    let dir = std::env::temp_dir().join(format!("morsel-union-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut paths = Vec::new();
+    for (name, from) in [("a.csv", 0), ("b.csv", 50_000)] {
+        let mut text = String::from("id,x\n");
+        for i in from..from + 50_000 {
+            text.push_str(&format!("{i},{}\n", f64::from(i) / 3.0));
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, &text).expect("write csv");
+        paths.push(path.to_string_lossy().into_owned());
+    }
+    let union = format!(
+        "(SELECT id, x FROM '{}' UNION ALL SELECT id, x FROM '{}')",
+        paths[0], paths[1]
+    );
+    let mut sums = Vec::new();
+    for threads in [1, 2, 8] {
+        let s = Session::with_threads(threads);
+        let ids = s
+            .execute(&format!("SELECT id FROM {union} u"))
+            .expect("runs")
+            .rows();
+        let want: Vec<_> = (0..100_000i64)
+            .map(|i| vec![morsel::ScalarValue::Int64(i)])
+            .collect();
+        assert_eq!(ids, want, "{threads} threads");
+        let sum = format!("SELECT sum(x), count(*) FROM {union} u");
+        sums.push(s.execute(&sum).expect("runs").rows());
+        // One pipeline reads both files into the aggregate; the other reads its result.
+        let profile = lines(&s, &format!("EXPLAIN ANALYZE {sum}")).join("\n");
+        assert!(profile.contains("Pipeline 1 of 2:"), "{profile}");
+        let first = profile.split("Pipeline 2 of 2").next().unwrap_or_default();
+        assert!(first.contains("Union of 2 inputs"), "{profile}");
+        assert!(first.contains("100.0K records read"), "{profile}");
+    }
+    assert!(sums.iter().all(|s| *s == sums[0]));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// EXPLAIN FORMAT JSON, and EXPLAIN ANALYZE's JSON with its timings and timing-derived hints
 /// redacted, as snapshots: any change to the plan, the pipelines, fused programs or the
 /// profile's row counts shows in review.

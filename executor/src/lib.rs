@@ -21,6 +21,7 @@ mod scheduler;
 mod selected;
 mod shared;
 mod source;
+mod union;
 
 pub use context::{ExecContext, ExecMetrics, PipelineStats, ScanMetrics, StageLabel, StageStats};
 pub use error::{ExecError, ExecResult};

@@ -35,6 +35,8 @@ pub enum MorselData {
     },
     /// A block of CSV records from file `file` of the source.
     Csv { file: usize, block: Block },
+    /// A morsel of input `input` of a UNION ALL.
+    Union { input: usize, morsel: Box<Morsel> },
 }
 
 pub trait Source: Send + Sync {
@@ -52,8 +54,12 @@ pub trait Source: Send + Sync {
     fn morsel_count(&self) -> Option<usize> {
         None
     }
-    /// The next morsel from the shared cursor, in increasing `seq` order.
+    /// The next morsel from the shared cursor, in increasing `seq` order (numbered from 0,
+    /// none skipped).
     fn next_morsel(&self) -> ExecResult<Option<Morsel>>;
+    /// How many morsels the source has numbered so far: once [`Source::next_morsel`] has
+    /// returned `None`, how many it has in all (a union numbers the next input's after them).
+    fn handed_out(&self) -> u64;
     /// Reads a morsel's batches.
     fn read(&self, morsel: Morsel, ctx: &ExecContext) -> ExecResult<Vec<Batch>>;
 }
@@ -171,6 +177,30 @@ impl StageCounters {
     }
 }
 
+/// Runs `batch` through `operators`, each handing the next a selection where the next reads
+/// one (`last_takes`: whether what comes after the chain does); `done(i, started, out)` is
+/// told each operator's output.
+pub fn run_operators(
+    operators: &[Box<dyn Operator>],
+    batch: Batch,
+    last_takes: bool,
+    mut done: impl FnMut(usize, Instant, &Selected),
+) -> ExecResult<Selected> {
+    let mut batch = Selected::all(batch);
+    for (i, op) in operators.iter().enumerate() {
+        let t = Instant::now();
+        let next_takes = operators
+            .get(i + 1)
+            .map_or(last_takes, |o| o.takes_selection());
+        batch = match batch.live {
+            Live::All if !next_takes => Selected::all(op.execute(batch.batch)?),
+            _ => op.execute_selected(batch, next_takes)?,
+        };
+        done(i, t, &batch);
+    }
+    Ok(batch)
+}
+
 /// Runs a pipeline to completion on `ctx.threads` workers. `labels` name the stages (source,
 /// each operator, sink) for the metrics; missing ones are named after the stage.
 pub fn run_pipeline<S: Sink>(
@@ -233,18 +263,9 @@ pub fn run_pipeline<S: Sink>(
             );
             let mut out = Vec::with_capacity(batches.len());
             for batch in batches {
-                let mut batch = Selected::all(batch);
-                for (i, op) in operators.iter().enumerate() {
-                    let t = Instant::now();
-                    let next_takes = operators
-                        .get(i + 1)
-                        .map_or(sink.takes_selection(), |o| o.takes_selection());
-                    batch = match batch.live {
-                        Live::All if !next_takes => Selected::all(op.execute(batch.batch)?),
-                        _ => op.execute_selected(batch, next_takes)?,
-                    };
-                    counters[i + 1].add(worker, batch.num_rows(), 1, t);
-                }
+                let batch = run_operators(operators, batch, sink.takes_selection(), |i, t, b| {
+                    counters[i + 1].add(worker, b.num_rows(), 1, t)
+                })?;
                 if batch.num_rows() > 0 {
                     out.push(batch);
                 }

@@ -66,12 +66,16 @@ impl Source for MemorySource {
         }))
     }
 
+    fn handed_out(&self) -> u64 {
+        self.cursor.load(Ordering::SeqCst).min(self.morsels.len()) as u64
+    }
+
     fn read(&self, morsel: Morsel, _ctx: &ExecContext) -> ExecResult<Vec<Batch>> {
         match morsel.data {
             MorselData::Rows { batch, offset, len } => {
                 Ok(vec![self.batches[batch].slice(offset, len)])
             }
-            MorselData::Csv { .. } => unreachable!("a memory source hands out row morsels only"),
+            _ => unreachable!("a memory source hands out row morsels only"),
         }
     }
 }
@@ -255,7 +259,7 @@ impl Source for CsvSource {
     fn morsel_bytes(&self, morsel: &Morsel) -> u64 {
         match &morsel.data {
             MorselData::Csv { block, .. } => block.data.len() as u64,
-            MorselData::Rows { .. } => 0,
+            _ => 0,
         }
     }
 
@@ -271,6 +275,10 @@ impl Source for CsvSource {
             record_by_record_blocks: load(&self.record_by_record_blocks),
             filter_ns: self.filter.as_ref().map(|f| load(&f.filter_ns)),
         })
+    }
+
+    fn handed_out(&self) -> u64 {
+        self.cursor.lock().expect("splitter").seq
     }
 
     fn next_morsel(&self) -> ExecResult<Option<Morsel>> {
@@ -297,7 +305,7 @@ impl Source for CsvSource {
                 }
                 Ok(vec![decoded.batch])
             }
-            MorselData::Rows { .. } => unreachable!("a CSV source hands out blocks only"),
+            _ => unreachable!("a CSV source hands out blocks only"),
         }
     }
 }

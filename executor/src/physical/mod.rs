@@ -29,6 +29,7 @@ use crate::operator::window::{self, WindowSpec};
 use crate::scheduler::{run_pipeline, Operator, Sink, Source};
 use crate::shared::SharedResults;
 use crate::source::{CsvSource, MemorySource, ScanFilter};
+use crate::union::{UnionInput, UnionSource};
 use morsel_planner::optimizer::cardinality::estimate_rows;
 
 /// A pipeline under construction: a source and the streaming operators after it, each with
@@ -39,7 +40,7 @@ struct Pipe {
     labels: Vec<StageLabel>,
     schema: PlanSchema,
     /// The batches the source reads when it reads a node's materialized result (a sort's,
-    /// a union's, a limit's): with no operators after it, they are the pipe's output.
+    /// a limit's): with no operators after it, they are the pipe's output.
     materialized: Option<Arc<Vec<Batch>>>,
 }
 
@@ -578,15 +579,33 @@ fn build_with(plan: &LogicalPlan, ctx: &ExecContext, keys: Option<JoinKeys>) -> 
             materialized("limit", out, input.schema(), plan)
         }
         LogicalPlan::Union { inputs, schema } => {
-            let target = storage_schema(schema);
-            let mut all = Vec::new();
-            for input in inputs {
-                all.extend(relabel(
-                    build(input, ctx)?.run(ctx, &CollectSink, Some(input))?,
-                    &target,
-                )?);
+            // The inputs stream through one source; EXPLAIN lists each input's stages.
+            let mut details = Vec::new();
+            let mut streams = Vec::with_capacity(inputs.len());
+            for (i, input) in inputs.iter().enumerate() {
+                let pipe = build(input, ctx)?;
+                let stages: Vec<&str> = pipe.labels.iter().map(|l| l.name.as_str()).collect();
+                details.push(format!("input {}: {}", i + 1, stages.join(" -> ")));
+                details.extend(
+                    pipe.labels
+                        .iter()
+                        .flat_map(|l| l.details.iter().map(|d| format!("  {d}"))),
+                );
+                streams.push(UnionInput {
+                    source: pipe.source,
+                    operators: pipe.ops,
+                });
             }
-            materialized("union", all, schema, plan)
+            Pipe {
+                source: Box::new(UnionSource::new(streams, storage_schema(schema))),
+                ops: Vec::new(),
+                labels: vec![
+                    label(format!("Union of {} inputs", inputs.len()), Some(plan))
+                        .with_details(details),
+                ],
+                schema: schema.clone(),
+                materialized: None,
+            }
         }
         LogicalPlan::Values { rows, schema } => {
             let target = storage_schema(schema);
