@@ -31,7 +31,7 @@ pub use error::{Error, Result};
 pub use explain::QueryProfile;
 pub use format::{render_json, render_table};
 pub use lazy::{GroupBy, LazyFrame, QueryResult};
-pub use session::Session;
+pub use session::{Session, StatementDone};
 
 pub use morsel_executor::{ExecContext, PipelineStats, ScanMetrics, StageStats};
 pub use morsel_planner::optimizer::{Optimizer, EXECUTION_RULES};

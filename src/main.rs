@@ -1,6 +1,7 @@
 //! The `morsel` command line: run SQL over CSV files and print the result.
 
 use std::io::{IsTerminal, Read, Write};
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use morsel::{QueryResult, Session};
@@ -112,25 +113,31 @@ fn run() -> Result<(), String> {
         Some(n) => Session::with_threads(n),
         None => Session::new(),
     };
-    let results = session.execute_all_timed(&sql).map_err(|e| e.to_string())?;
-    let last = results.len().saturating_sub(1);
-    for (i, (result, took)) in results.iter().enumerate() {
-        if args.timer {
-            // Bind, plan and run; printing is not included.
-            eprintln!(
-                "Run Time: statement {} of {}: {:.3} ms",
-                i + 1,
-                results.len(),
-                took.as_secs_f64() * 1e3
-            );
-        }
-        // Statements without output (CREATE, DROP) print nothing, unless last.
-        if result.schema().is_empty() && i != last {
-            continue;
-        }
-        print_result(result, args.format)?;
-    }
-    Ok(())
+    // Each result is printed as its statement finishes, so a failing statement leaves the
+    // ones before it printed (and timed) before its error.
+    let mut printed = Ok(());
+    session
+        .execute_each(&sql, |done| {
+            if args.timer {
+                // Bind, plan and run; printing is not included.
+                eprintln!(
+                    "Run Time: statement {} of {}: {:.3} ms",
+                    done.index + 1,
+                    done.of,
+                    done.took.as_secs_f64() * 1e3
+                );
+            }
+            // Statements without output (CREATE, DROP) print nothing, unless last.
+            if !done.result.schema().is_empty() || done.index + 1 == done.of {
+                printed = print_result(&done.result, args.format);
+            }
+            match printed {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    printed
 }
 
 fn print_result(result: &QueryResult, format: Format) -> Result<(), String> {

@@ -2,6 +2,7 @@
 //! queries. Cloning a session shares its catalog.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -265,19 +266,24 @@ impl Session {
     /// Runs `;`-separated statements in order and returns every result (DDL statements give
     /// an empty one). Stops at the first error: the statements before it have taken effect.
     pub fn execute_all(&self, script: &str) -> Result<Vec<QueryResult>> {
-        Ok(self
-            .execute_all_timed(script)?
-            .into_iter()
-            .map(|(result, _)| result)
-            .collect())
+        let mut results = Vec::new();
+        self.execute_each(script, |done| {
+            results.push(done.result);
+            ControlFlow::Continue(())
+        })?;
+        Ok(results)
     }
 
-    /// Like [`Session::execute_all`], with each statement's wall time: binding, planning
-    /// and running it to its result (the CLI's `--timer`).
-    pub fn execute_all_timed(&self, script: &str) -> Result<Vec<(QueryResult, Duration)>> {
+    /// Runs `;`-separated statements in order, handing each one's result to `each` as soon
+    /// as it is done (the CLI prints it then). Stops at the first error, after handing on
+    /// the statements before it, or where `each` breaks.
+    pub fn execute_each(
+        &self,
+        script: &str,
+        mut each: impl FnMut(StatementDone) -> ControlFlow<()>,
+    ) -> Result<()> {
         let stmts = morsel_sql::parse(script)?;
-        let mut results = Vec::with_capacity(stmts.len());
-        for stmt in &stmts {
+        for (index, stmt) in stmts.iter().enumerate() {
             let started = Instant::now();
             let result = match morsel_sql::plan_statement(stmt, self)? {
                 Statement::Query(plan) => self.run_plan(plan)?,
@@ -289,10 +295,28 @@ impl Session {
                 } => crate::explain::explain(self, &plan, verbose, analyze, format)?,
                 other => self.run_statement(other)?,
             };
-            results.push((result, started.elapsed()));
+            let done = StatementDone {
+                index,
+                of: stmts.len(),
+                result,
+                took: started.elapsed(),
+            };
+            if each(done).is_break() {
+                break;
+            }
         }
-        Ok(results)
+        Ok(())
     }
+}
+
+/// A statement of a script, done ([`Session::execute_each`]).
+pub struct StatementDone {
+    /// Its place in the script, from 0, and how many statements the script has.
+    pub index: usize,
+    pub of: usize,
+    pub result: QueryResult,
+    /// Its wall time: binding, planning and running it to its result (the CLI's `--timer`).
+    pub took: Duration,
 }
 
 impl Catalog for Session {

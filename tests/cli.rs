@@ -1,6 +1,6 @@
 //! The `morsel` binary: formats, statements from a file or stdin, several statements,
-//! errors (one line, non-zero exit), the same output at MORSEL_THREADS=1 and 4, and the
-//! statement timer.
+//! errors (one line, non-zero exit, after the results of the statements before), the same
+//! output at MORSEL_THREADS=1 and 4, and the statement timer.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -164,4 +164,25 @@ fn the_timer_prints_each_statements_run_time_on_stderr() {
         assert!(ms.is_some_and(|ms| ms >= 0.0), "{line}");
     }
     assert!(plain.stderr.is_empty());
+}
+
+/// A failing statement leaves the results (and, with `--timer`, the times) of the ones
+/// before it printed, then the error, with a non-zero exit; nothing after it runs.
+#[test]
+fn a_failing_statement_leaves_the_earlier_results_printed() {
+    let script = "SELECT 1 AS a; SELECT nope FROM 'examples/sales.csv'; SELECT 3 AS c";
+    let o = morsel(&["--timer", "--format", "csv", script], None, None);
+    assert!(!o.status.success());
+    assert_eq!(stdout(&o), "a\n1\n");
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("Run Time: statement 1 of 3: "),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("error: column nope not found"),
+        "{err}"
+    );
 }
