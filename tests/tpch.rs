@@ -1,7 +1,7 @@
 //! All 22 TPC-H queries at scale factor 0.01 over CSV files generated in-process
 //! (tpchgen), checked against answers DuckDB produced from the same files
 //! (tests/tools/tpch_answers.py), through SQL and (Q1, Q6) the LazyFrame API, and compared
-//! bit for bit between 1, 2, 4 and 8 worker threads.
+//! bit for bit between 1, 2, 4, 8 and 16 worker threads.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -98,7 +98,7 @@ fn check_sql(q: u32) {
         .execute(&query_text(q))
         .expect("query runs at 1 thread");
     assert_answer(&one, q);
-    for threads in [2, 4, 8] {
+    for threads in [2, 4, 8, 16] {
         let other = session(threads)
             .execute(&query_text(q))
             .expect("query runs");
@@ -164,12 +164,12 @@ fn memory_session(threads: usize) -> Session {
     s
 }
 
-/// Every query over tables in memory gives the answer, the same at 1, 2, 4 and 8 threads; Q19's
+/// Every query over tables in memory gives the answer, the same at 1, 2, 4, 8 and 16 threads; Q19's
 /// lineitem scan tests the part join's keys before its text conjuncts (the path is taken).
 #[test]
 fn queries_over_tables_in_memory() {
     let one = memory_session(1);
-    let others = [2, 4, 8].map(|threads| (threads, memory_session(threads)));
+    let others = [2, 4, 8, 16].map(|threads| (threads, memory_session(threads)));
     for q in 1..=22 {
         let a = one.execute(&query_text(q)).expect("query runs at 1 thread");
         assert_answer(&a, q);
