@@ -202,51 +202,49 @@ impl CsvSource {
     /// nanoseconds spent reading input for it. A block of a file read in parallel is read
     /// after the lock is let go.
     fn next_block(&self, mut c: MutexGuard<'_, CsvCursor>) -> (ExecResult<Option<Morsel>>, u64) {
-        let (file, seq, stretch) = (c.file, c.seq, c.stretch);
-        let found = match c.splitter.as_mut() {
-            None => return (Ok(None), 0),
-            Some(DataSplitter::InOrder(splitter)) => {
-                let before = splitter.io_ns();
-                let block = splitter.next_block();
-                let io = splitter.io_ns() - before;
-                match block {
-                    Err(e) => return (Err(e.into()), io),
-                    Ok(found) => found.map(|block| (block, io)),
-                }
-            }
-            Some(DataSplitter::Parallel(splitter)) if stretch < splitter.stretches() => {
-                let splitter = Arc::clone(splitter);
-                c.stretch += 1;
-                c.seq += 1;
-                drop(c);
-                return match splitter.block(stretch) {
-                    Err(e) => (Err(e.into()), 0),
-                    // An earlier stretch failed: its worker reports why.
-                    Ok(None) => (Ok(None), 0),
-                    Ok(Some((block, io))) => {
-                        let data = MorselData::Csv { file, block };
-                        (Ok(Some(Morsel { seq, data })), io)
+        loop {
+            let (file, seq, stretch) = (c.file, c.seq, c.stretch);
+            let found = match c.splitter.as_mut() {
+                None => return (Ok(None), 0),
+                Some(DataSplitter::InOrder(splitter)) => {
+                    let before = splitter.io_ns();
+                    let block = splitter.next_block();
+                    let io = splitter.io_ns() - before;
+                    match block {
+                        Err(e) => return (Err(e.into()), io),
+                        Ok(found) => found.map(|block| (block, io)),
                     }
-                };
-            }
-            Some(DataSplitter::Parallel(_)) => None,
-        };
-        match found {
-            Some((block, io)) => {
+                }
+                Some(DataSplitter::Parallel(splitter)) if stretch < splitter.stretches() => {
+                    let splitter = Arc::clone(splitter);
+                    c.stretch += 1;
+                    c.seq += 1;
+                    drop(c);
+                    return match splitter.block(stretch) {
+                        Err(e) => (Err(e.into()), 0),
+                        // An earlier stretch failed: its worker reports why.
+                        Ok(None) => (Ok(None), 0),
+                        Ok(Some((block, io))) => {
+                            let data = MorselData::Csv { file, block };
+                            (Ok(Some(Morsel { seq, data })), io)
+                        }
+                    };
+                }
+                Some(DataSplitter::Parallel(_)) => None,
+            };
+            if let Some((block, io)) = found {
                 c.seq += 1;
                 let data = MorselData::Csv { file, block };
-                (Ok(Some(Morsel { seq, data })), io)
+                return (Ok(Some(Morsel { seq, data })), io);
             }
-            None => {
-                c.file += 1;
-                c.stretch = 0;
-                c.splitter = match self.files.readers().get(c.file).map(|r| r.splitter()) {
-                    Some(Ok(s)) => Some(s),
-                    Some(Err(e)) => return (Err(e.into()), 0),
-                    None => None,
-                };
-                self.next_block(c)
-            }
+            // This file is done: on to the next.
+            c.file += 1;
+            c.stretch = 0;
+            c.splitter = match self.files.readers().get(c.file).map(|r| r.splitter()) {
+                Some(Ok(s)) => Some(s),
+                Some(Err(e)) => return (Err(e.into()), 0),
+                None => None,
+            };
         }
     }
 }

@@ -99,6 +99,7 @@ impl StretchSplitter {
     /// Every stretch must be read, once, either in order or by workers that took their
     /// numbers in order: a stretch waits for the one before it to hand on its quote parity.
     pub fn block(&self, k: u64) -> Result<Option<(Block, u64)>, CsvError> {
+        debug_assert!(k < self.stretches(), "stretch {k} of {}", self.stretches());
         let mut turn = Turn {
             splitter: self,
             taken: false,
