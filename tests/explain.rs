@@ -4,6 +4,13 @@
 
 use morsel::{col, lit, CsvOptions, Session};
 
+/// A fresh folder for a test's files, named for the test and this process.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("morsel-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
 fn lines(s: &Session, sql: &str) -> Vec<String> {
     s.execute(sql)
         .expect("explain runs")
@@ -141,8 +148,7 @@ fn filters_reach_every_union_input() {
 /// (at any thread count, so the answer does not depend on which blocks a worker started).
 #[test]
 fn a_limit_stops_the_scan() {
-    let dir = std::env::temp_dir().join(format!("morsel-limit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("limit");
     let path = dir.join("long.csv");
     let mut text = String::from("id,v\n");
     for i in 0..200_000 {
@@ -198,8 +204,7 @@ fn a_limit_stops_the_scan() {
 /// longer than several stretches leaves them empty blocks.
 #[test]
 fn workers_read_a_files_stretches_at_once() {
-    let dir = std::env::temp_dir().join(format!("morsel-stretches-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("stretches");
     let path = dir.join("quoted.csv");
     let mut text = String::from("id,note,x\n");
     for i in 0..30_000 {
@@ -254,8 +259,7 @@ fn workers_read_a_files_stretches_at_once() {
 /// rows come in input order, and its float sums are the same to the bit at any thread count.
 #[test]
 fn a_union_streams_its_inputs() {
-    let dir = std::env::temp_dir().join(format!("morsel-union-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("union");
     let mut paths = Vec::new();
     for (name, from) in [("a.csv", 0), ("b.csv", 50_000)] {
         let mut text = String::from("id,x\n");
@@ -518,8 +522,7 @@ fn a_file_named_twice_is_scanned_once() {
 /// goes record by record, and only that block. The answers are the same either way.
 #[test]
 fn clean_blocks_are_tokenized_at_once() {
-    let dir = std::env::temp_dir().join(format!("morsel-at-once-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = scratch_dir("at-once");
     let mut clean = String::from("id,name,v\n");
     for i in 0..20_000 {
         clean.push_str(&format!("{i},\"n,{i}\",{}\r\n", i % 7));
