@@ -17,14 +17,14 @@
 //! range with rows kept is merged by key offset into arrays instead ([`super::dense_merge`]),
 //! again combining every group's states in that order.
 
-use std::hash::BuildHasher;
-
 use morsel_planner::AggFunc;
 use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef, Utf8Column};
 
 use super::accumulator::Accumulator;
 use super::few_groups::FewGroups;
-use super::group_ids::{intern_int, multi_key_columns, IntIds, MultiIds, StrIds, STR_HASHER};
+use super::group_ids::{
+    for_each_str_hash, intern_int, multi_key_columns, IntIds, MultiIds, StrIds,
+};
 use super::group_partitions::{ScatteredRows, PARTITIONS};
 use super::int_groups::{int_bounds, IntTable};
 use super::int_map::FIBONACCI;
@@ -247,18 +247,29 @@ pub(super) fn merge_accs(
 
 /// Whether a morsel should scatter its rows (or keep them for the merge, when its first batch
 /// has fewer than [`MIN_SCATTER_ROWS`]), from its first batch's keys: when their distinct
-/// count, estimated over all rows, is at least half the rows. Keys seen so far are checked
-/// after [`MIN_SCATTER_ROWS`] rows and four times that: distinct keys only get rarer as more
-/// rows come, so fewer than half distinct by then settles it for a table without reading
-/// the rest. Past the second check, keys at least [`MOSTLY_DISTINCT`] distinct settle it for
-/// scattering the same way: reading the rest (the keys' first read from memory, 2.4 ns a
-/// row, suite `high100k` at 10M rows) would only raise `min_groups`, a lower bound either
-/// way, and which way a morsel takes never changes its bits (see [`super::pending_rows`]).
+/// count over all rows is at least half the rows. The keys are checked after
+/// [`MIN_SCATTER_ROWS`] rows and four times that, each time with the keys among the first
+/// half of the rows read ([`expected_groups`]): fewer than half the rows read distinct, or
+/// under a quarter of all rows expected distinct, settles it for a table (sized for the
+/// expected keys) without reading the rest. Past the second check, keys at least
+/// [`MOSTLY_DISTINCT`] distinct settle it for scattering: reading the rest (the keys' first
+/// read from memory, 2.4 ns a row, suite `high100k` at 10M rows) would only raise
+/// `min_groups`, a lower bound either way, and which way a morsel takes never changes its
+/// bits (see [`super::pending_rows`]). Only the batch read whole counts its keys exactly.
 fn many_groups(keys: &BatchKeys) -> Grouping {
     let rows = keys.rows();
     let mut sketch = Sketch(vec![0u64; SKETCH_BITS / 64]);
     let mut seen = 0;
-    for upto in [MIN_SCATTER_ROWS, 4 * MIN_SCATTER_ROWS, rows] {
+    // Distinct keys among the first half of the rows read by the next check that decides.
+    let mut half = 0.0;
+    let checks = [
+        MIN_SCATTER_ROWS / 2,
+        MIN_SCATTER_ROWS,
+        2 * MIN_SCATTER_ROWS,
+        4 * MIN_SCATTER_ROWS,
+        rows,
+    ];
+    for upto in checks {
         let upto = upto.min(rows);
         if upto <= seen {
             continue;
@@ -280,26 +291,29 @@ fn many_groups(keys: &BatchKeys) -> Grouping {
                         hashes[i] = (hashes[i].rotate_left(29) ^ h).wrapping_mul(FIBONACCI);
                     };
                     match &part {
-                        Column::Utf8(s) => (0..s.len()).for_each(|i| match s.is_valid(i) {
-                            true => mix(i, STR_HASHER.hash_one(s.value_bytes(i))),
-                            false => mix(i, 0),
-                        }),
+                        Column::Utf8(s) => for_each_str_hash(s, 0..s.len(), 0, mix),
                         other => for_each_int(other, |i, v| mix(i, int_hash(v))),
                     }
                 }
                 hashes.iter().for_each(|&h| sketch.set(h));
             }
-            BatchKeys::Str(col) => (seen..upto).for_each(|i| {
-                let valid = col.is_valid(i);
-                let hash = valid.then(|| STR_HASHER.hash_one(col.value_bytes(i)));
-                sketch.set(hash.unwrap_or(FIBONACCI))
-            }),
+            BatchKeys::Str(col) => {
+                for_each_str_hash(col, seen..upto, FIBONACCI, |_, h| sketch.set(h));
+            }
         }
         seen = upto;
         let distinct = sketch.distinct();
-        if distinct * (SCATTER_DISTINCT_PER_ROWS as f64) < seen as f64 {
-            // The keys seen so far, at the same rate over the rest of the batch.
-            let groups = (distinct * rows as f64 / seen as f64).min(rows as f64);
+        if seen < rows && seen != MIN_SCATTER_ROWS && seen != 4 * MIN_SCATTER_ROWS {
+            half = distinct;
+            continue;
+        }
+        // Fewer than half the rows read distinct, or a quarter of the batch's expected: the
+        // estimate is less sure than the count (its sketch's error grows in extrapolating),
+        // so it decides only with room to spare.
+        let groups = expected_groups(rows, seen, half, distinct);
+        if distinct * (SCATTER_DISTINCT_PER_ROWS as f64) < seen as f64
+            || groups * ((2 * SCATTER_DISTINCT_PER_ROWS) as f64) < rows as f64
+        {
             return Grouping::Table {
                 groups: groups as usize,
             };
@@ -317,6 +331,26 @@ fn many_groups(keys: &BatchKeys) -> Grouping {
             min_groups: sketch.bits_set(),
         },
     }
+}
+
+/// The distinct keys expected in a batch of `rows` rows whose first `seen` rows hold
+/// `distinct` (and the first half of those `half`): the rows still to come, in windows of
+/// `seen / 2`, bring new keys at the second half's rate, changed from window to window as
+/// it changed from the first half to the second. Keys drawn at random from a set slow down
+/// so, geometrically (a thousand strings over a 16K-row morsel: about a thousand, where
+/// the rate over all rows read would say over ten thousand); keys in runs keep their rate.
+fn expected_groups(rows: usize, seen: usize, half: f64, distinct: f64) -> f64 {
+    let later = (distinct - half).max(0.0);
+    if seen >= rows || half <= 0.0 {
+        return distinct;
+    }
+    let ratio = (later / half).min(1.0);
+    let windows = (rows - seen) as f64 / (seen / 2) as f64;
+    let rest = match ratio < 1.0 {
+        true => later * ratio * (1.0 - ratio.powf(windows)) / (1.0 - ratio),
+        false => later * windows,
+    };
+    (distinct + rest).min(rows as f64)
 }
 
 /// Every row's encoded key over `cols`, and its hash.
@@ -1218,6 +1252,18 @@ mod tests {
         let first = 4 * MIN_SCATTER_ROWS;
         assert!(decide(ints(16_384, &|i| i.min(first) as i64)));
         assert!(!decide(ints(16_384, &|i| random[i] % 5_000)));
+        // A table is sized for the keys expected in the whole batch: a thousand keys at
+        // random settle it by the first check, for about a thousand groups (not the 16
+        // thousand their rate over the first thousand rows would say); keys in runs of four
+        // keep their rate, a quarter of the rows.
+        let sized = |col: Column| match many_groups(&BatchKeys::Int(&col)) {
+            Grouping::Table { groups } => groups,
+            other => panic!("{other:?}"),
+        };
+        let thousand = sized(ints(16_384, &|i| random[i] % 1000));
+        assert!((900..=1200).contains(&thousand), "{thousand}");
+        let runs = sized(ints(16_384, &|i| (i / 4) as i64));
+        assert!((3700..=4500).contains(&runs), "{runs}");
         // A first batch of fewer rows than that is never scattered: its rows are kept for
         // the merge when they are mostly distinct, else grouped in a table.
         let small = |n: usize, f: &dyn Fn(usize) -> i64| many_groups(&BatchKeys::Int(&ints(n, f)));

@@ -68,17 +68,7 @@ impl StrIds {
             }
             let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
             let bytes = &data[start..end];
-            if bytes.len() < 8 {
-                // The word read at once where eight bytes lie in the buffer, its bytes past
-                // the string's masked off.
-                let word = match data.get(start..start + 8) {
-                    Some(eight) => {
-                        let w = u64::from_le_bytes(eight.try_into().expect("eight bytes"));
-                        let len = bytes.len() as u64;
-                        (w & ((1u64 << (8 * len)) - 1)) | len << 56
-                    }
-                    None => short_word(bytes),
-                };
+            if let Some(word) = short_key(data, start, end) {
                 let hash = word_hash(word);
                 let id = match self.short.find(hash, |&(w, _)| w == word) {
                     Some(&(_, id)) => id,
@@ -513,6 +503,45 @@ impl ValueIds {
 /// Whether every value of `s` is one byte long.
 fn one_byte_each(s: &Utf8Column) -> bool {
     s.offsets().windows(2).all(|w| w[1] - w[0] == 1)
+}
+
+/// The word ([`short_word`]) of the string at `start..end` of `data` when it is under eight
+/// bytes, read at once where eight bytes lie in the buffer (its bytes past the string's
+/// masked off); `None` for a longer one.
+#[inline]
+fn short_key(data: &[u8], start: usize, end: usize) -> Option<u64> {
+    let len = end - start;
+    if len >= 8 {
+        return None;
+    }
+    Some(match data.get(start..start + 8) {
+        Some(eight) => {
+            let w = u64::from_le_bytes(eight.try_into().expect("eight bytes"));
+            (w & ((1u64 << (8 * len)) - 1)) | (len as u64) << 56
+        }
+        None => short_word(&data[start..end]),
+    })
+}
+
+/// Hands `f` each row of `col` in `rows` with a hash of its string as cheap as [`StrIds`]
+/// makes one (a short string's word mixed by one multiplication, a longer string's bytes
+/// hashed), or `null` for a NULL.
+pub(super) fn for_each_str_hash(
+    col: &Utf8Column,
+    rows: std::ops::Range<usize>,
+    null: u64,
+    mut f: impl FnMut(usize, u64),
+) {
+    let (offsets, data) = (col.offsets(), col.data());
+    for i in rows {
+        let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+        let hash = match short_key(data, start, end) {
+            _ if !col.is_valid(i) => null,
+            Some(word) => word_hash(word),
+            None => STR_HASHER.hash_one(&data[start..end]),
+        };
+        f(i, hash);
+    }
 }
 
 /// Up to seven bytes and their length in one word (no two such strings share a word).
