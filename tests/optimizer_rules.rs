@@ -41,6 +41,10 @@ fn each_rule_changes_its_plan_and_no_answer() {
             format!("SELECT p.name, (SELECT sum(o.amount) FROM {ORDERS} o WHERE o.person_id = p.id) AS total FROM {PEOPLE} p WHERE p.age > 35 AND p.city = 'London' ORDER BY p.name"),
         ),
         (
+            "count_matches_before_join",
+            format!("SELECT p.city, count(v.pages) AS pages, count(*) AS n FROM {PEOPLE} p LEFT JOIN 'tests/data/visits.csv' v ON p.id = v.person_id GROUP BY p.city ORDER BY p.city"),
+        ),
+        (
             "push_down_semi_joins",
             format!("SELECT p.name, o.amount FROM {PEOPLE} p JOIN {ORDERS} o ON p.id = o.person_id WHERE o.order_id IN (SELECT order_id FROM {ORDERS} WHERE status = 'shipped') ORDER BY o.amount"),
         ),

@@ -368,7 +368,7 @@ fn correlated_subqueries_become_keyed_joins() {
 #[test]
 fn answers_do_not_depend_on_optimizer_rules() {
     let rules = morsel::Optimizer::default().rule_names();
-    assert_eq!(rules.len(), 9, "{rules:?}");
+    assert_eq!(rules.len(), 10, "{rules:?}");
     let with_all = session(1);
     let plan = |s: &Session, q: u32| {
         s.execute(&format!("EXPLAIN {}", query_text(q)))

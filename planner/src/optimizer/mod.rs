@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 pub use sample_filter::memory_scan_filter_order;
 
 pub use rules::{
-    CommonSubexpressions, DistinctAggregatesToGroupBy, FilterAggregatesByJoinKeys, PushDownFilter,
-    PushDownLimit, PushDownProjection, PushDownSemiJoins, ReorderJoins, SimplifyExpressions,
+    CommonSubexpressions, CountMatchesBeforeJoin, DistinctAggregatesToGroupBy,
+    FilterAggregatesByJoinKeys, PushDownFilter, PushDownLimit, PushDownProjection,
+    PushDownSemiJoins, ReorderJoins, SimplifyExpressions,
 };
 
 use crate::error::PlanResult;
@@ -53,6 +54,7 @@ impl Default for Optimizer {
                 Box::new(PushDownFilter),
                 Box::new(ReorderJoins),
                 Box::new(FilterAggregatesByJoinKeys),
+                Box::new(CountMatchesBeforeJoin),
                 Box::new(PushDownSemiJoins),
                 Box::new(PushDownLimit),
                 Box::new(PushDownProjection),

@@ -1,6 +1,7 @@
 //! Optimizer rules, one per file.
 
 mod common_subexpressions;
+mod count_matches_before_join;
 mod distinct_aggregates_to_group_by;
 mod filter_aggregates_by_join_keys;
 mod push_down_filter;
@@ -11,6 +12,7 @@ mod reorder_joins;
 mod simplify_expressions;
 
 pub use common_subexpressions::CommonSubexpressions;
+pub use count_matches_before_join::CountMatchesBeforeJoin;
 pub use distinct_aggregates_to_group_by::DistinctAggregatesToGroupBy;
 pub use filter_aggregates_by_join_keys::FilterAggregatesByJoinKeys;
 pub use push_down_filter::PushDownFilter;
