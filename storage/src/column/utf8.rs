@@ -95,13 +95,11 @@ impl Utf8Column {
         self.len() == 0
     }
 
-    #[inline]
     pub fn offsets(&self) -> &[i64] {
         self.offsets.as_slice()
     }
 
     /// The shared byte buffer the offsets point into.
-    #[inline]
     pub fn data(&self) -> &[u8] {
         self.data.as_slice()
     }
