@@ -10,13 +10,13 @@
 //! `count(*)`, not DISTINCT, directly over an inner or left join on keys without a residual
 //! filter, whose group keys read only left columns (for an inner join, the sides may be the
 //! other way round), and where the counted input is estimated to have at least twice as
-//! many rows as join keys. Answers are the same: each left row
-//! adds what its pairs would have counted (a left row without a match: `count(*)` 1,
-//! `count(x)` 0), and NULL keys match nothing either way. Groups come in the order their
-//! keys first appear in the new join's output: as before where the grouped input is the
-//! left (the join still emits in its order, now a row per left row); in the order of the
-//! counted input's first keys for an inner join the other way round. Float keys are left
-//! alone (grouping and join equality need not agree on -0.0 and NaN).
+//! many rows as join keys. Answers are the same: each left row adds what its pairs would
+//! have counted (a left row without a match: `count(*)` 1, `count(x)` 0), and NULL keys
+//! match nothing either way. Groups come in the order their keys first appear in the new
+//! join's output: as before where the grouped input is the left (the join still emits in
+//! its order, now a row per left row); in the order of the counted input's first keys for
+//! an inner join the other way round. Float keys are left alone (grouping and join
+//! equality need not agree on -0.0 and NaN).
 
 use crate::error::PlanResult;
 use crate::expr::{AggFunc, ColumnRef, Expr, ScalarFunc};
