@@ -125,9 +125,15 @@ impl Bitmap {
     /// Packs `f(v)` for every value of `values`, 64 at a time. Reading the slice by chunks
     /// leaves no bounds check in the loop, so the compiler vectorizes it (a date column
     /// tested against a range: 1.09 -> 0.31-0.42 ns a row over [`Bitmap::from_fn`] indexing
-    /// the slice).
+    /// the slice). The values [`crate::cache_hint::ROWS_AHEAD`] rows on are hinted to the
+    /// cache: a table's date column in memory is read faster than this VM's prefetcher
+    /// fetches it (TPC-H in memory at 2 threads: Q6 and Q14 14-15% faster, all 22 by 4%).
     pub fn from_values<T: Copy>(values: &[T], f: impl Fn(T) -> bool) -> Self {
-        Self::from_chunks(values.len(), values.chunks(64).map(|c| pack(c, &f)))
+        let words = values.chunks(64).enumerate().map(|(k, c)| {
+            crate::cache_hint::prefetch_ahead(values, k * 64, 64);
+            pack(c, &f)
+        });
+        Self::from_chunks(values.len(), words)
     }
 
     /// Packs `f(x, y)` for every pair of values at the same position of `xs` and `ys` (of
