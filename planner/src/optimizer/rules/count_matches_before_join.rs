@@ -21,6 +21,7 @@
 use crate::error::PlanResult;
 use crate::expr::{AggFunc, ColumnRef, Expr, ScalarFunc};
 use crate::optimizer::cardinality::estimate_rows;
+use crate::optimizer::rules::renamed;
 use crate::optimizer::OptimizerRule;
 use crate::plan::{JoinKind, LogicalPlan, PlanBuilder};
 use crate::schema::PlanSchema;
@@ -269,18 +270,7 @@ fn count_first(
     if per_group.schema().len() != schema.len() {
         return Ok(None);
     }
-    // The original names (and qualifiers), so that nothing above changes.
-    let exprs = per_group
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| Expr::Column(f.column_ref()))
-        .collect();
-    Ok(Some(LogicalPlan::Projection {
-        input: Box::new(per_group.build()),
-        exprs,
-        schema: schema.clone(),
-    }))
+    Ok(Some(renamed(per_group.build(), schema.clone())))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 
 use crate::error::PlanResult;
 use crate::expr::{AggFunc, Expr};
+use crate::optimizer::rules::renamed;
 use crate::optimizer::OptimizerRule;
 use crate::plan::{LogicalPlan, PlanBuilder};
 
@@ -90,18 +91,7 @@ fn two_groupings(
             "distinct rewrite lost a column".into(),
         ));
     }
-    // The original names (and qualifiers), so that nothing above changes.
-    let exprs = per_group
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| Expr::Column(f.column_ref()))
-        .collect();
-    Ok(LogicalPlan::Projection {
-        input: Box::new(per_group.build()),
-        exprs,
-        schema,
-    })
+    Ok(renamed(per_group.build(), schema))
 }
 
 /// The argument every aggregate in `aggs` takes DISTINCT, with each one's function; `None`

@@ -23,6 +23,25 @@ pub use reorder_joins::ReorderJoins;
 pub(crate) use simplify_expressions::fold_binary;
 pub use simplify_expressions::SimplifyExpressions;
 
+/// `plan` under the output `schema` of the node it replaces (its columns in order, renamed
+/// to the original names and qualifiers), so that nothing above that node changes.
+pub(crate) fn renamed(
+    plan: crate::plan::LogicalPlan,
+    schema: crate::schema::PlanSchema,
+) -> crate::plan::LogicalPlan {
+    let exprs = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| crate::expr::Expr::Column(f.column_ref()))
+        .collect();
+    crate::plan::LogicalPlan::Projection {
+        input: Box::new(plan),
+        exprs,
+        schema,
+    }
+}
+
 /// A named in-memory table of BIGINT columns, for the rules' tests.
 #[cfg(test)]
 pub(crate) fn test_table(name: &str, cols: &[&str]) -> crate::plan::PlanBuilder {
