@@ -11,6 +11,10 @@ mod push_down_semi_joins;
 mod reorder_joins;
 mod simplify_expressions;
 
+use crate::expr::Expr;
+use crate::plan::LogicalPlan;
+use crate::schema::PlanSchema;
+
 pub use common_subexpressions::CommonSubexpressions;
 pub use count_matches_before_join::CountMatchesBeforeJoin;
 pub use distinct_aggregates_to_group_by::DistinctAggregatesToGroupBy;
@@ -25,17 +29,14 @@ pub use simplify_expressions::SimplifyExpressions;
 
 /// `plan` under the output `schema` of the node it replaces (its columns in order, renamed
 /// to the original names and qualifiers), so that nothing above that node changes.
-pub(crate) fn renamed(
-    plan: crate::plan::LogicalPlan,
-    schema: crate::schema::PlanSchema,
-) -> crate::plan::LogicalPlan {
+pub(crate) fn renamed(plan: LogicalPlan, schema: PlanSchema) -> LogicalPlan {
     let exprs = plan
         .schema()
         .fields()
         .iter()
-        .map(|f| crate::expr::Expr::Column(f.column_ref()))
+        .map(|f| Expr::Column(f.column_ref()))
         .collect();
-    crate::plan::LogicalPlan::Projection {
+    LogicalPlan::Projection {
         input: Box::new(plan),
         exprs,
         schema,
