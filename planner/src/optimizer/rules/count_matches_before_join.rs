@@ -6,17 +6,18 @@
 //! became 1.5M joined pairs, gathered and then grouped again; with this rule the orders are
 //! grouped by customer (100K rows) and each customer finds one.
 //!
-//! It applies to an aggregate whose every call is `count(x)` (x over right columns) or
-//! `count(*)`, not DISTINCT, directly over an inner or left join on keys without a residual
-//! filter, whose group keys read only left columns (for an inner join, the sides may be the
-//! other way round), and where the counted input is estimated to have at least twice as
-//! many rows as join keys. Answers are the same: each left row adds what its pairs would
-//! have counted (a left row without a match: `count(*)` 1, `count(x)` 0), and NULL keys
-//! match nothing either way. Groups come in the order their keys first appear in the new
-//! join's output: as before where the grouped input is the left (the join still emits in
-//! its order, now a row per left row); in the order of the counted input's first keys for
-//! an inner join the other way round. Float keys are left alone (grouping and join
-//! equality need not agree on -0.0 and NaN).
+//! It applies to a grouped aggregate (a global one counts 0 over no rows, where a sum of
+//! counts is NULL) whose every call is `count(x)` (x over right columns) or `count(*)`, not
+//! DISTINCT, directly over an inner or left join on keys without a residual filter, whose
+//! group keys read only left columns (for an inner join, the sides may be the other way
+//! round), and where the counted input is estimated to have at least twice as many rows as
+//! join keys. Answers are the same: each left row adds what its pairs would have counted (a
+//! left row without a match: `count(*)` 1, `count(x)` 0), and NULL keys match nothing
+//! either way. Groups come in the order their keys first appear in the new join's output:
+//! as before where the grouped input is the left (the join still emits in its order, now a
+//! row per left row); in the order of the counted input's first keys for an inner join the
+//! other way round. Float keys are left alone (grouping and join equality need not agree on
+//! -0.0 and NaN).
 
 use crate::error::PlanResult;
 use crate::expr::{AggFunc, ColumnRef, Expr, ScalarFunc};
@@ -84,7 +85,8 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
             },
             group,
             aggs,
-        )) if !on.is_empty() => {
+            // Grouped only: over no rows a global count is 0, the sum of counts NULL.
+        )) if !on.is_empty() && !group.is_empty() => {
             let sides = Sides {
                 grouped: left,
                 counted: right,
@@ -380,7 +382,15 @@ mod tests {
             .aggregate(vec![col("ck")], vec![col("oc").count()])
             .unwrap()
             .build();
+        let (c, o) = tables();
+        let global = c
+            .join(o, JoinKind::Left, vec![(col("ck"), col("oc"))], None)
+            .unwrap()
+            .aggregate(Vec::new(), vec![col("ok").count()])
+            .unwrap()
+            .build();
         for before in [
+            global,
             counted_per_customer(JoinKind::Left, vec![col("ok").sum()]),
             counted_per_customer(JoinKind::Left, vec![col("ck").count()]),
             counted_per_customer(JoinKind::Right, vec![col("ok").count()]),
