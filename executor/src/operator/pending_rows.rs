@@ -177,21 +177,24 @@ impl PendingRows {
 pub struct LocalIds {
     /// By the merge's id: the morsel's (`u32::MAX`: not among its groups).
     of: Vec<u32>,
-    /// By the morsel's id: the merge's.
+    /// By the morsel's id (the first `groups`): the merge's. Longer than that, so that
+    /// every row writes its group there whether new or not.
     mapping: Vec<u32>,
+    groups: usize,
 }
 
 impl LocalIds {
     /// Forgets the last morsel's groups.
     pub(super) fn start_morsel(&mut self) {
-        for &g in &self.mapping {
+        for &g in &self.mapping[..self.groups] {
             self.of[g as usize] = u32::MAX;
         }
-        self.mapping.clear();
+        self.groups = 0;
     }
 
     /// The morsel's ids for the merge's groups `merge` (new ones for groups new to the
-    /// morsel, in order), into `out`.
+    /// morsel, in order), into `out`. No branch on whether a group is new (a key seen a
+    /// few times in a morsel is new at random): each row writes its id and its group.
     pub(super) fn ids(&mut self, merge: &[u32], out: &mut Vec<u32>) {
         out.clear();
         let Some(&top) = merge.iter().max() else {
@@ -200,24 +203,31 @@ impl LocalIds {
         if top as usize >= self.of.len() {
             self.of.resize(top as usize + 1, u32::MAX);
         }
-        let (of, mapping) = (&mut self.of[..], &mut self.mapping);
+        let room = self.groups + merge.len();
+        if self.mapping.len() < room {
+            self.mapping.resize(room, 0);
+        }
+        let (of, mapping) = (&mut self.of[..], &mut self.mapping[..]);
+        let mut n = self.groups;
         out.extend(merge.iter().map(|&g| {
-            let local = &mut of[g as usize];
-            if *local == u32::MAX {
-                *local = mapping.len() as u32;
-                mapping.push(g);
-            }
-            *local
+            let local = of[g as usize];
+            let new = local == u32::MAX;
+            let id = if new { n as u32 } else { local };
+            of[g as usize] = id;
+            mapping[n] = g;
+            n += usize::from(new);
+            id
         }));
+        self.groups = n;
     }
 
     /// The morsel's groups so far.
     pub(super) fn groups(&self) -> usize {
-        self.mapping.len()
+        self.groups
     }
 
     /// The merge's id of each of the morsel's groups, by the morsel's id.
     pub(super) fn mapping(&self) -> &[u32] {
-        &self.mapping
+        &self.mapping[..self.groups]
     }
 }
