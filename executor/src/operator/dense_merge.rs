@@ -1,25 +1,37 @@
-//! The merge by partition for one integer-like group key whose values span a narrow range
-//! (no more than [`DENSE_SLOTS_PER_ROW`] values per row or group the partials hold), when
-//! some morsel kept its rows by value (their keys were mostly distinct): every key is an
-//! offset into that range, partition `offset % partitions` holds it in slot
-//! `offset / partitions`, and each partition's states are arrays indexed by slot. No key is
-//! hashed, encoded or looked up in a table; a partition's arrays (about
-//! [`SLOTS_PER_PARTITION`] slots) stay in the cache, and the partitions, taking the range's
-//! values in turn, get about equal shares of rows even when a few key values are far more
-//! common (suite `skewed`).
+//! The merge for one integer-like group key whose values span a narrow range (no more than
+//! [`DENSE_SLOTS_PER_ROW`] values per row or group the partials hold), when some morsel
+//! kept its rows by value (their keys were mostly distinct): every key is an offset into
+//! that range, and states are arrays indexed by offset. No key is hashed, encoded or
+//! looked up in a table.
+//!
+//! The work is split by key offset into shares, one per worker (rounded up to a power of
+//! two, at most the layout's partitions): share `s` of `2^b` owns the offsets whose low `b`
+//! bits are `s`, at index `offset >> b` of its arrays, and so takes every `2^b`th value of
+//! the range, which gives the shares about equal rows even when a few key values are far
+//! more common (suite `skewed`). Each share reads the partials in morsel order and folds
+//! into its arrays only what it owns. Up to four shares each read every kept row and take
+//! their own; more find their rows in per-share lists that the workers made first, one
+//! morsel each (a counting sort of each batch's rows by share, no argument copied). Which
+//! share folds a group changes nothing of its states, so the bits never depend on the
+//! workers.
 //!
 //! The partials are the ones the hash merge takes (tables of integer keys held by value,
-//! rows kept for the merge), taken in morsel order, each partition on a worker, and they
-//! combine exactly as there: a table's states are folded into the partition's; a kept
-//! morsel's rows, scattered by partition on the workers first, reduce into fresh states in
-//! row order, which are then folded in. So the groups, their first-seen order and every
-//! float sum's bits are those of the other merges. The scatter puts first the rows whose
-//! key no other row of the morsel has (most, when keys are mostly distinct): where every
-//! aggregate's state takes one row as exactly as it folds a fresh state holding it (sums,
-//! counts, averages, MIN, MAX), those rows add straight into the partition's states
-//! (suite `high100k`: the fold took 5.2 ms with fresh states for every row, 2.5 ms adding
-//! every row straight in). Which keys are single the scatter reads from a worker's bitmaps
-//! of the key offsets the morsel holds once and more than once ([`Occurrences`]).
+//! rows kept for the merge), and they combine exactly as there: a table's states are
+//! folded into the share's; a kept morsel's rows reduce into fresh states in row order,
+//! which are then folded in. So the groups, their first-seen order and every float sum's
+//! bits are those of the other merges. Where every aggregate's state takes one row as
+//! exactly as it folds a fresh state holding it (sums, counts, averages, MIN, MAX), the
+//! rows whose key no other row of the morsel has (most, when keys are mostly distinct) add
+//! straight into the share's states (suite `high100k`: the fold took 5.2 ms with fresh
+//! states for every row, 2.5 ms adding every row straight in); which keys are single a
+//! share reads from its bitmaps of the key offsets the morsel holds once and more than
+//! once ([`Occurrences`]). Arguments are read where the rows left them
+//! ([`Accumulator::update_at`]).
+//!
+//! The output comes in partitions, a constant of the key range (never of the workers:
+//! where nothing reads the groups' order, partition order is the output order): partition
+//! `offset % partitions`, slot `offset / partitions`. A share holds whole partitions,
+//! interleaved in its arrays.
 
 use morsel_storage::{Column, DataType};
 
@@ -41,12 +53,12 @@ const DENSE_SLOTS_PER_ROW: u64 = 4;
 /// (below, the serial merge by value is as fast).
 const DENSE_MIN_ROWS: usize = 1 << 16;
 
-/// A partition holds about this many slots (its arrays stay in the second-level cache)...
+/// A partition holds about this many slots...
 const SLOTS_PER_PARTITION: u64 = 8192;
 
-/// ...with at least this many partitions (so that the workers share them out evenly) and at
-/// most this many (each morsel's rows are dealt to all of them). A constant of the key
-/// range, never of the workers: partition order is an output order.
+/// ...with at least this many partitions (the most shares, and so workers, the merge can
+/// use) and at most this many (the output's pieces). A constant of the key range, never of
+/// the workers: partition order is an output order.
 const MIN_PARTITIONS: u64 = 8;
 const MAX_PARTITIONS: u64 = 256;
 
@@ -98,20 +110,6 @@ impl Layout {
         }
     }
 
-    /// The partition and slot of an offset.
-    fn place(&self, offset: u32) -> (usize, u32) {
-        (
-            (offset & ((1 << self.bits) - 1)) as usize,
-            offset >> self.bits,
-        )
-    }
-
-    /// Slots of partition `p`: the offsets below `values` that leave `p` modulo the
-    /// partition count.
-    fn slots(&self, p: usize) -> usize {
-        (self.values.saturating_sub(p as u64)).div_ceil(1 << self.bits) as usize
-    }
-
     /// The key value of partition `p`'s slot.
     fn value(&self, p: usize, slot: u32) -> Option<i64> {
         let offset = ((slot as u64) << self.bits) + p as u64;
@@ -119,129 +117,48 @@ impl Layout {
     }
 }
 
-/// One batch of a kept morsel, its rows ordered by partition.
-struct DenseBatch {
-    /// The batch's first row within the morsel.
-    base: u32,
-    /// Partition p's rows are at `starts[p]..starts[p + 1]` of `order`, `slots` and `args`:
-    /// first those whose key no other row of the morsel has (to `singles[p]`), then the
-    /// others, each in row order.
-    starts: Vec<u32>,
-    singles: Vec<u32>,
-    /// Row numbers within the batch.
-    order: Vec<u32>,
-    /// Each row's slot in its partition.
-    slots: Vec<u32>,
-    /// Each aggregate's argument gathered in `order` (`None` for `count(*)`).
-    args: Vec<Option<Column>>,
+/// A share of the key offsets: those whose low `bits` bits are `task`, held at index
+/// `offset >> bits`. It holds the layout's partitions `p` with `p % 2^bits == task`,
+/// interleaved: partition `p`'s slot `s` at index `s * (partitions >> bits) + (p >> bits)`.
+#[derive(Clone, Copy, Debug)]
+struct Share {
+    task: u32,
+    bits: u32,
 }
 
-/// A kept morsel's rows by partition.
-struct DenseRows(Vec<DenseBatch>);
-
-impl DenseRows {
-    /// Orders the morsel's rows by partition, each partition's rows split into those whose
-    /// key no other row of the morsel has and the rest, when `seen` is given to tell them
-    /// (else all count as the rest). Passes over each batch: its key offsets, each row's
-    /// key marked as seen (once, or more), each row's run (partition, and whether single)
-    /// with the runs' sizes, and the rows placed in their runs; then the arguments gathered
-    /// in that order.
-    fn scatter(
-        layout: Layout,
-        pending: PendingRows,
-        mut seen: Option<&mut Occurrences>,
-    ) -> ExecResult<Self> {
-        let parts = layout.partitions();
-        let mut offsets_of = Vec::new();
-        let mut args_of = Vec::new();
-        if let Some(s) = seen.as_deref_mut() {
-            s.start_morsel(layout);
-        }
-        let mut rows = 0u32;
-        pending.drain(|keys, args| {
-            let super::aggregate::BatchKeys::Int(col) = keys else {
-                return Err(ExecError::Internal(
-                    "a dense merge over keys not held by value".into(),
-                ));
-            };
-            let mut offsets = vec![0u32; col.len()];
-            for_each_int(col, |i, v| offsets[i] = layout.offset(v));
-            if let Some(s) = seen.as_deref_mut() {
-                s.mark(&offsets);
-            }
-            rows = u32::try_from(col.len())
-                .ok()
-                .and_then(|n| rows.checked_add(n))
-                .ok_or_else(|| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
-            offsets_of.push(offsets);
-            args_of.push(args.to_vec());
-            Ok(())
-        })?;
-        let mut batches = Vec::with_capacity(offsets_of.len());
-        let mut base = 0u32;
-        for (offsets, args) in offsets_of.into_iter().zip(args_of) {
-            let n = offsets.len();
-            // Run 2p holds partition p's rows whose key is single in the morsel, run 2p + 1
-            // the others.
-            let mut runs = vec![0u16; n];
-            let mut starts = vec![0u32; 2 * parts + 1];
-            for (r, &o) in runs.iter_mut().zip(&offsets) {
-                let other = seen.as_deref().is_none_or(|s| !s.single(o));
-                let run = 2 * layout.place(o).0 + usize::from(other);
-                starts[run + 1] += 1;
-                *r = run as u16;
-            }
-            for r in 0..2 * parts {
-                starts[r + 1] += starts[r];
-            }
-            let mut next = starts.clone();
-            let mut order = vec![0u32; n];
-            let mut slots = vec![0u32; n];
-            for (i, (&o, &run)) in offsets.iter().zip(&runs).enumerate() {
-                let at = next[run as usize] as usize;
-                order[at] = i as u32;
-                slots[at] = layout.place(o).1;
-                next[run as usize] += 1;
-            }
-            let args = args
-                .iter()
-                .map(|a| a.as_ref().map(|c| c.take(&order)))
-                .collect();
-            batches.push(DenseBatch {
-                base,
-                singles: (0..parts).map(|p| starts[2 * p + 1]).collect(),
-                starts: (0..=parts).map(|p| starts[2 * p]).collect(),
-                order,
-                slots,
-                args,
-            });
-            base += n as u32;
-        }
-        Ok(DenseRows(batches))
+impl Share {
+    /// Indices in all: the layout's offsets this share owns.
+    fn len(self, layout: &Layout) -> usize {
+        layout
+            .values
+            .saturating_sub(self.task as u64)
+            .div_ceil(1 << self.bits) as usize
     }
 
-    fn rows_in(&self, p: usize) -> usize {
-        self.0
-            .iter()
-            .map(|b| (b.starts[p + 1] - b.starts[p]) as usize)
-            .sum()
+    /// The partition and slot of index `index`.
+    fn place(self, layout: &Layout, index: u32) -> (usize, u32) {
+        let stride = 1u32 << (layout.bits - self.bits);
+        (
+            (((index % stride) << self.bits) | self.task) as usize,
+            index / stride,
+        )
     }
 }
 
-/// A worker's record of which key offsets one morsel holds once and which more than once:
-/// two bitmaps (`once`, `twice`) of one bit per offset, 16 KB each at most, so marking a
-/// row (`twice |= once & bit; once |= bit`, no branch) and asking after it stay in the
+/// A worker's record of which keys one morsel holds once and which more than once: two
+/// bitmaps (`once`, `twice`) of one bit per key, 16 KB each at most, so marking a row
+/// (`twice |= once & bit; once |= bit`, no branch) and asking after it stay in the
 /// first-level cache. A key every few rows (suite `skewed`) chains its rows' updates of one
-/// word, which costs a few cycles each; tables of each offset's first and last row avoided
-/// that chain but took two passes and two second-level-cache tables of 512 KB (a third of
-/// the scatter's time at 10M rows). A range wider than the bitmaps shares bits between
-/// offsets (by a multiplicative hash): a shared bit is set twice when its offsets hold two
-/// rows together, so a key it calls single is single, and a missed single only takes the
-/// way of the others (fresh states), which gives the same bits.
+/// word, which costs a few cycles each; tables of each key's first and last row avoided
+/// that chain but took two passes and two second-level-cache tables of 512 KB. A range
+/// wider than the bitmaps shares bits between keys (by a multiplicative hash): a shared
+/// bit is set twice when its keys hold two rows together, so a key it calls single is
+/// single, and a missed single only takes the way of the others (fresh states), which
+/// gives the same bits.
 struct Occurrences {
     once: Vec<u64>,
     twice: Vec<u64>,
-    /// Whether offsets index the bits directly (the range fits the bitmaps).
+    /// Whether keys index the bits directly (the range fits the bitmaps).
     direct: bool,
 }
 
@@ -257,11 +174,12 @@ impl Occurrences {
         }
     }
 
-    /// Starts on a new morsel's rows: clears the bits the range uses.
-    fn start_morsel(&mut self, layout: Layout) {
-        self.direct = layout.values <= 1 << OCCURRENCE_BITS;
+    /// Starts on a new morsel's rows, whose keys are below `keys`: clears the bits they
+    /// use.
+    fn start_morsel(&mut self, keys: usize) {
+        self.direct = keys <= 1 << OCCURRENCE_BITS;
         let words = if self.direct {
-            layout.values.div_ceil(64) as usize
+            keys.div_ceil(64)
         } else {
             self.once.len()
         };
@@ -270,45 +188,249 @@ impl Occurrences {
     }
 
     #[inline(always)]
-    fn bit(direct: bool, offset: u32) -> (usize, u64) {
+    fn bit(direct: bool, key: u32) -> (usize, u64) {
         let e = if direct {
-            offset
+            key
         } else {
-            offset.wrapping_mul(0x9E37_79B9) >> (32 - OCCURRENCE_BITS)
+            key.wrapping_mul(0x9E37_79B9) >> (32 - OCCURRENCE_BITS)
         };
         ((e >> 6) as usize, 1 << (e & 63))
     }
 
-    /// Records the rows of keys `offsets` (any order).
-    fn mark(&mut self, offsets: &[u32]) {
+    /// Records the rows of keys `keys` (any order).
+    fn mark(&mut self, keys: &[u32]) {
         #[inline(always)]
-        fn each(once: &mut [u64], twice: &mut [u64], direct: bool, offsets: &[u32]) {
-            for &o in offsets {
-                let (w, b) = Occurrences::bit(direct, o);
+        fn each(once: &mut [u64], twice: &mut [u64], direct: bool, keys: &[u32]) {
+            for &k in keys {
+                let (w, b) = Occurrences::bit(direct, k);
                 twice[w] |= once[w] & b;
                 once[w] |= b;
             }
         }
         match self.direct {
-            true => each(&mut self.once, &mut self.twice, true, offsets),
-            false => each(&mut self.once, &mut self.twice, false, offsets),
+            true => each(&mut self.once, &mut self.twice, true, keys),
+            false => each(&mut self.once, &mut self.twice, false, keys),
         }
-    }
-
-    /// Whether key `offset` has only one row in the morsel (after the morsel's rows were all
-    /// marked).
-    #[inline(always)]
-    fn single(&self, offset: u32) -> bool {
-        let (w, b) = Self::bit(self.direct, offset);
-        self.twice[w] & b == 0
     }
 }
 
-/// One partition's share of a run of tables: where each group came from (partial, id), its
-/// slot, and its states, in morsel order.
+/// Where a share's groups were first seen: a bit per index (in the first-level cache) and,
+/// for each index seen, its (partial, position), in the order first seen.
+struct FirstSeen {
+    bits: Vec<u64>,
+    seen: Vec<(u32, u32, u32)>,
+}
+
+impl FirstSeen {
+    fn new(indices: usize) -> Self {
+        FirstSeen {
+            bits: vec![0; indices.div_ceil(64)],
+            seen: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn see(&mut self, index: u32, (partial, position): (u32, u32)) {
+        let (w, b) = ((index >> 6) as usize, 1u64 << (index & 63));
+        if self.bits[w] & b == 0 {
+            self.bits[w] |= b;
+            self.seen.push((index, partial, position));
+        }
+    }
+
+    /// By index: where its group was first seen, packed (`u64::MAX`: never).
+    fn by_index(&self, indices: usize) -> Vec<u64> {
+        let mut first = vec![u64::MAX; indices];
+        for &(index, partial, position) in &self.seen {
+            first[index as usize] = (partial as u64) << 32 | position as u64;
+        }
+        first
+    }
+}
+
+/// Up to this many shares (log2), each share reads every kept row and takes its own (a
+/// pass over the keys for each share, on its worker: at two shares, 54.5 ms against 63 ms
+/// listing the rows by share first, suite `skewed` at 10M rows); past it, the workers list
+/// each morsel's rows by share first (two passes over the keys in all, shared out).
+const MOST_SHARE_BITS_READING_ALL: u32 = 2;
+
+/// A kept morsel's rows as the merge reads them: as kept, and, with many shares, each
+/// batch's rows listed by share.
+struct KeptRows {
+    rows: PendingRows,
+    by_share: Vec<ShareLists>,
+}
+
+/// One batch's rows by share: share `s`'s are at `starts[s]..starts[s + 1]` of `rows` (row
+/// numbers within the batch, in row order) and `indices` (their indices in the share).
+struct ShareLists {
+    starts: Vec<u32>,
+    rows: Vec<u32>,
+    indices: Vec<u32>,
+}
+
+impl KeptRows {
+    /// Lists each batch's rows by share (`2^share_bits` of them), past
+    /// [`MOST_SHARE_BITS_READING_ALL`]: a pass for the offsets and the shares' sizes, one to
+    /// place the rows.
+    fn deal(layout: Layout, share_bits: u32, rows: PendingRows) -> ExecResult<Self> {
+        let mut by_share = Vec::new();
+        if share_bits > MOST_SHARE_BITS_READING_ALL {
+            let shares = 1usize << share_bits;
+            let mask = shares as u32 - 1;
+            rows.each_int_batch(|col, _| {
+                let mut offsets = vec![0u32; col.len()];
+                let mut starts = vec![0u32; shares + 1];
+                for_each_int(col, |i, v| {
+                    let offset = layout.offset(v);
+                    offsets[i] = offset;
+                    starts[(offset & mask) as usize + 1] += 1;
+                });
+                for s in 0..shares {
+                    starts[s + 1] += starts[s];
+                }
+                let mut next = starts.clone();
+                let mut listed = vec![0u32; col.len()];
+                let mut indices = vec![0u32; col.len()];
+                for (i, &offset) in offsets.iter().enumerate() {
+                    let at = &mut next[(offset & mask) as usize];
+                    listed[*at as usize] = i as u32;
+                    indices[*at as usize] = offset >> share_bits;
+                    *at += 1;
+                }
+                by_share.push(ShareLists {
+                    starts,
+                    rows: listed,
+                    indices,
+                });
+                Ok(())
+            })?;
+        }
+        Ok(KeptRows { rows, by_share })
+    }
+}
+
+/// One batch of a kept morsel's rows that a share owns, split into the rows whose key no
+/// other row of the morsel has and the others, each in row order: row numbers within the
+/// batch, and each row's index in the share. The buffers only grow (kept from morsel to
+/// morsel, never cleared to zeros); the counts say how much of them holds the batch.
+#[derive(Default)]
+struct OwnedRows {
+    single_rows: Vec<u32>,
+    single_indices: Vec<u32>,
+    singles: usize,
+    other_rows: Vec<u32>,
+    other_indices: Vec<u32>,
+    others: usize,
+}
+
+/// Grows `v` to at least `n` values.
+fn room_for(v: &mut Vec<u32>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0);
+    }
+}
+
+impl OwnedRows {
+    fn singles(&self) -> (&[u32], &[u32]) {
+        (
+            &self.single_rows[..self.singles],
+            &self.single_indices[..self.singles],
+        )
+    }
+
+    fn others(&self) -> (&[u32], &[u32]) {
+        (
+            &self.other_rows[..self.others],
+            &self.other_indices[..self.others],
+        )
+    }
+
+    /// Takes a batch's rows `rows` with their indices `indices`, all as the others.
+    fn take_all(&mut self, rows: &[u32], indices: &[u32]) {
+        self.other_rows.clear();
+        self.other_rows.extend_from_slice(rows);
+        self.other_indices.clear();
+        self.other_indices.extend_from_slice(indices);
+        self.singles = 0;
+        self.others = rows.len();
+    }
+
+    /// Takes the rows of a batch with keys `col` whose offsets `share` owns, in row order,
+    /// all as the others: every row written, the count advanced by whether it is owned (no
+    /// branch); every row, for the one share.
+    fn take_owned(&mut self, layout: Layout, share: Share, col: &Column) {
+        let n = col.len();
+        room_for(&mut self.other_rows, n);
+        room_for(&mut self.other_indices, n);
+        let (rows, indices) = (&mut self.other_rows[..n], &mut self.other_indices[..n]);
+        let mut k = 0;
+        if share.bits == 0 {
+            for_each_int(col, |i, v| {
+                rows[i] = i as u32;
+                indices[i] = layout.offset(v);
+            });
+            k = n;
+        } else {
+            let mask = (1 << share.bits) - 1;
+            for_each_int(col, |i, v| {
+                let offset = layout.offset(v);
+                rows[k] = i as u32;
+                indices[k] = offset >> share.bits;
+                k += usize::from(offset & mask == share.task);
+            });
+        }
+        self.singles = 0;
+        self.others = k;
+    }
+
+    /// Moves the rows whose key `seen` marked once to the singles, keeping the others in
+    /// place, each in row order, branch-free: every row written to both, each count
+    /// advanced by which it is.
+    fn split(&mut self, seen: &Occurrences) {
+        #[inline(always)]
+        fn each(b: &mut OwnedRows, seen: &Occurrences, direct: bool) {
+            let n = b.others;
+            room_for(&mut b.single_rows, n);
+            room_for(&mut b.single_indices, n);
+            let (mut s, mut m) = (0, 0);
+            for t in 0..n {
+                let (row, index) = (b.other_rows[t], b.other_indices[t]);
+                let (w, bit) = Occurrences::bit(direct, index);
+                let single = seen.twice[w] & bit == 0;
+                b.single_rows[s] = row;
+                b.single_indices[s] = index;
+                b.other_rows[m] = row;
+                b.other_indices[m] = index;
+                s += usize::from(single);
+                m += usize::from(!single);
+            }
+            b.singles = s;
+            b.others = m;
+        }
+        match seen.direct {
+            true => each(self, seen, true),
+            false => each(self, seen, false),
+        }
+    }
+}
+
+/// A share's room for folding kept morsels, kept from morsel to morsel.
+#[derive(Default)]
+struct FoldRoom {
+    /// Each batch's rows owned, then split (as many as the morsel has batches).
+    batches: Vec<OwnedRows>,
+    /// Present where single rows add straight in.
+    occurrences: Option<Occurrences>,
+    local_of: LocalIds,
+    ids: Vec<u32>,
+}
+
+/// One share's part of a run of tables: where each group came from (partial, id), its
+/// index in the share, and its states, in morsel order.
 struct DenseGroups {
     from: Vec<(u32, u32)>,
-    slots: Vec<u32>,
+    indices: Vec<u32>,
     accs: Vec<Accumulator>,
 }
 
@@ -319,7 +441,7 @@ enum Unit {
     Kept(u32, PendingRows),
 }
 
-/// Tables dealt at a time by one task (so that a partition receives one piece per run).
+/// Tables dealt at a time by one task (so that a share receives one piece per run).
 const TABLES_PER_PIECE: usize = 16;
 
 impl AggregateSink {
@@ -341,7 +463,7 @@ impl AggregateSink {
         (values <= most).then(|| Layout::over(lo, hi))
     }
 
-    /// Merges by partition of key offset with array states (see the module docs).
+    /// Merges by shares of key offsets with array states (see the module docs).
     pub(super) fn merge_dense(
         &self,
         partials: Vec<Partial>,
@@ -368,64 +490,79 @@ impl AggregateSink {
                 }
             }
         }
-        // Whether a group's only row in a morsel may add straight into the partition's
-        // states (see `Accumulator::one_row_folds_exactly`).
+        // Whether a group's only row in a morsel may add straight into the share's states
+        // (see `Accumulator::one_row_folds_exactly`).
         let singles_direct = self
             .new_accs()?
             .iter()
             .all(Accumulator::one_row_folds_exactly);
-        // Where keys occur in a morsel, for the scatter's split: tables for each task running
-        // at a time.
-        let spare = std::sync::Mutex::new(Vec::new());
+        let share_bits = self
+            .threads
+            .max(1)
+            .next_power_of_two()
+            .trailing_zeros()
+            .min(layout.bits);
         let dealt = parallel_map(self.threads, units, |_, unit| {
             Ok::<_, ExecError>(match unit {
-                Unit::Tables(run) => Dealt::Groups(self.deal_dense(layout, run)?),
-                Unit::Kept(morsel, kept) if singles_direct => {
-                    let taken = spare.lock().ok().and_then(|mut s| s.pop());
-                    let mut seen = taken.unwrap_or_else(Occurrences::new);
-                    let rows = DenseRows::scatter(layout, kept, Some(&mut seen));
-                    if let Ok(mut s) = spare.lock() {
-                        s.push(seen);
-                    }
-                    Dealt::Rows(morsel, rows?)
-                }
+                Unit::Tables(run) => Dealt::Groups(self.deal_dense(layout, share_bits, run)?),
                 Unit::Kept(morsel, kept) => {
-                    Dealt::Rows(morsel, DenseRows::scatter(layout, kept, None)?)
+                    Dealt::Rows(morsel, KeptRows::deal(layout, share_bits, kept)?)
                 }
             })
         });
-        let (pieces, scattered) = by_partition(layout.partitions(), dealt)?;
-        let merged = parallel_map(self.threads, pieces, |p, pieces| {
-            self.reduce_dense(layout, ty, p, pieces, &scattered)
+        let (pieces, kept) = by_partition(1 << share_bits, dealt)?;
+        let reduced = parallel_map(self.threads, pieces, |task, pieces| {
+            let share = Share {
+                task: task as u32,
+                bits: share_bits,
+            };
+            self.reduce_share(layout, ty, share, pieces, &kept, singles_direct)
         });
+        // The partitions in order: partition p is the (p >> share_bits)th of share
+        // p % 2^share_bits.
+        let mut by_share = reduced
+            .into_iter()
+            .map(|r| r.map(Vec::into_iter))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let mask = (1 << share_bits) - 1;
+        let merged = (0..layout.partitions())
+            .map(|p| {
+                by_share[p & mask]
+                    .next()
+                    .ok_or_else(|| ExecError::Internal("a share lost a partition".into()))
+            })
+            .collect();
         self.assemble(sizes, merged)
     }
 
-    /// Deals the groups of a run of tables (each with its partial's number) into
-    /// partitions by their keys' offsets, moving their states.
+    /// Deals the groups of a run of tables (each with its partial's number) into shares
+    /// (`2^share_bits` of them) by their keys' offsets, moving their states.
     fn deal_dense(
         &self,
         layout: Layout,
+        share_bits: u32,
         run: Vec<(u32, IntTable)>,
     ) -> ExecResult<Vec<DenseGroups>> {
-        let mut pieces = (0..layout.partitions())
+        let shares = 1usize << share_bits;
+        let mut pieces = (0..shares)
             .map(|_| {
                 Ok(DenseGroups {
                     from: Vec::new(),
-                    slots: Vec::new(),
+                    indices: Vec::new(),
                     accs: self.new_accs()?,
                 })
             })
             .collect::<ExecResult<Vec<DenseGroups>>>()?;
-        let mut ids: Vec<Vec<u32>> = vec![Vec::new(); layout.partitions()];
+        let mut ids: Vec<Vec<u32>> = vec![Vec::new(); shares];
         for (i, t) in run {
             let (values, mut accs) = t.into_parts();
             ids.iter_mut().for_each(Vec::clear);
             for (g, &v) in values.iter().enumerate() {
-                let (p, slot) = layout.place(layout.offset(v));
-                ids[p].push(g as u32);
-                pieces[p].slots.push(slot);
-                pieces[p].from.push((i, g as u32));
+                let offset = layout.offset(v);
+                let s = offset as usize & (shares - 1);
+                ids[s].push(g as u32);
+                pieces[s].indices.push(offset >> share_bits);
+                pieces[s].from.push((i, g as u32));
             }
             for (piece, ids) in pieces.iter_mut().zip(&ids) {
                 for (acc, into) in accs.iter_mut().zip(&mut piece.accs) {
@@ -436,118 +573,183 @@ impl AggregateSink {
         Ok(pieces)
     }
 
-    /// Reduces partition `p`'s pieces in morsel order into array states by slot: its
-    /// groups' output columns, and where each was first seen (partial, position), in the
-    /// same order (by slot).
-    fn reduce_dense(
+    /// Reduces a share's pieces in morsel order into array states by index: for each of
+    /// its partitions, in order, the groups' output columns and where each was first seen
+    /// (partial, position), by slot.
+    fn reduce_share(
         &self,
         layout: Layout,
         ty: DataType,
-        p: usize,
+        share: Share,
         pieces: Vec<Piece<DenseGroups>>,
-        scattered: &[DenseRows],
-    ) -> ExecResult<ReducedPartition> {
-        let slots = layout.slots(p);
+        kept: &[KeptRows],
+        singles_direct: bool,
+    ) -> ExecResult<Vec<ReducedPartition>> {
+        let indices = share.len(&layout);
         let mut accs = self.new_accs()?;
-        accs.iter_mut().for_each(|a| a.resize(slots));
-        // By slot: where its group was first seen, partial and position packed (`u64::MAX`:
-        // not seen).
-        let mut first = vec![u64::MAX; slots];
-        let mut see = |slot: u32, (partial, position): (u32, u32)| {
-            let f = &mut first[slot as usize];
-            if *f == u64::MAX {
-                *f = (partial as u64) << 32 | position as u64;
-            }
+        accs.iter_mut().for_each(|a| a.resize(indices));
+        let mut first = FirstSeen::new(indices);
+        let mut room = FoldRoom {
+            occurrences: singles_direct.then(Occurrences::new),
+            ..FoldRoom::default()
         };
-        let mut local_of = LocalIds::default();
         // A morsel's fresh states, reset for each morsel (their room kept).
         let mut local = self.new_accs()?;
-        let mut ids = Vec::new();
         for piece in pieces {
             match piece {
                 Piece::Groups(mut g) => {
-                    for (&slot, &from) in g.slots.iter().zip(&g.from) {
-                        see(slot, from);
+                    for (&index, &from) in g.indices.iter().zip(&g.from) {
+                        first.see(index, from);
                     }
-                    merge_accs(&mut accs, &mut g.accs, slots, &g.slots)?;
+                    merge_accs(&mut accs, &mut g.accs, indices, &g.indices)?;
                 }
-                Piece::Rows { rows, .. } if scattered[rows].rows_in(p) == 0 => {}
-                Piece::Rows { morsel, rows } => {
-                    let batches = &scattered[rows].0;
-                    // Groups with one row in the morsel: that row adds straight into the
-                    // partition's states, which gives the bits of adding it to fresh states
-                    // and folding those in.
-                    for b in batches {
-                        let (start, end) = (b.starts[p] as usize, b.singles[p] as usize);
-                        if start == end {
-                            continue;
-                        }
-                        let batch_slots = &b.slots[start..end];
-                        for (&slot, &row) in batch_slots.iter().zip(&b.order[start..end]) {
-                            see(slot, (morsel, b.base + row));
-                        }
-                        for (acc, arg) in accs.iter_mut().zip(&b.args) {
-                            let arg = arg.as_ref().map(|c| c.slice(start, end - start));
-                            acc.update(batch_slots, arg.as_ref())?;
-                        }
-                    }
-                    // The other groups get ids in the morsel's first-seen order; their fresh
-                    // states, updated in row order, fold into the partition's through them.
-                    let many = |b: &DenseBatch| b.starts[p + 1] > b.singles[p];
-                    if !batches.iter().any(many) {
-                        continue;
-                    }
-                    local_of.start_morsel();
-                    local.iter_mut().for_each(|a| a.resize(0));
-                    for b in batches.iter().filter(|b| many(b)) {
-                        let (start, end) = (b.singles[p] as usize, b.starts[p + 1] as usize);
-                        let batch_slots = &b.slots[start..end];
-                        for (&slot, &row) in batch_slots.iter().zip(&b.order[start..end]) {
-                            see(slot, (morsel, b.base + row));
-                        }
-                        local_of.ids(batch_slots, &mut ids);
-                        for (acc, arg) in local.iter_mut().zip(&b.args) {
-                            let arg = arg.as_ref().map(|c| c.slice(start, end - start));
-                            acc.resize(local_of.groups());
-                            acc.update(&ids, arg.as_ref())?;
-                        }
-                    }
-                    merge_accs(&mut accs, &mut local, slots, local_of.mapping())?;
-                }
+                Piece::Rows { morsel, rows } => fold_kept(
+                    (layout, share),
+                    (morsel, &kept[rows]),
+                    (&mut accs, &mut local, indices),
+                    &mut first,
+                    &mut room,
+                )?,
             }
         }
-        let seen: Vec<u32> = (0..slots as u32)
-            .filter(|&s| first[s as usize] != u64::MAX)
-            .collect();
-        let first_seen = seen
-            .iter()
-            .map(|&s| {
-                let f = first[s as usize];
-                ((f >> 32) as u32, f as u32)
+        let first = first.by_index(indices);
+        let finished = accs
+            .into_iter()
+            .map(Accumulator::finish)
+            .collect::<ExecResult<Vec<Column>>>()?;
+        // The share's partitions are interleaved by index: the (p >> share bits)th holds
+        // the indices q, q + stride, ...
+        let stride = layout.partitions() >> share.bits;
+        (0..stride)
+            .map(|q| {
+                let seen: Vec<u32> = (q..indices)
+                    .step_by(stride)
+                    .filter(|&i| first[i] != u64::MAX)
+                    .map(|i| i as u32)
+                    .collect();
+                let first_seen = seen
+                    .iter()
+                    .map(|&i| {
+                        let f = first[i as usize];
+                        ((f >> 32) as u32, f as u32)
+                    })
+                    .collect();
+                let values = seen.iter().map(|&i| {
+                    let (p, slot) = share.place(&layout, i);
+                    layout.value(p, slot)
+                });
+                let mut columns = vec![int_key_column(ty, values.collect())?];
+                columns.extend(finished.iter().map(|c| c.take(&seen)));
+                if columns.len() != self.schema.len() {
+                    return Err(ExecError::Internal(
+                        "aggregate output does not match its schema".into(),
+                    ));
+                }
+                Ok((first_seen, columns))
             })
-            .collect();
-        let keys = int_key_column(ty, seen.iter().map(|&s| layout.value(p, s)).collect())?;
-        let mut columns = vec![keys];
-        for acc in accs {
-            columns.push(acc.finish()?.take(&seen));
-        }
-        if columns.len() != self.schema.len() {
-            return Err(ExecError::Internal(
-                "aggregate output does not match its schema".into(),
-            ));
-        }
-        Ok((first_seen, columns))
+            .collect()
     }
+}
+
+/// Folds the rows of kept morsel `morsel` that `share` owns into the share's states `accs`
+/// (`indices` of them), as the morsel's own table would have been folded: rows whose key
+/// no other row of the morsel has add straight in (where `room` tells them apart), the
+/// others reduce into fresh states `local` in row order, which are then folded in.
+fn fold_kept(
+    (layout, share): (Layout, Share),
+    (morsel, kept): (u32, &KeptRows),
+    (accs, local, indices): (&mut Vec<Accumulator>, &mut Vec<Accumulator>, usize),
+    first: &mut FirstSeen,
+    room: &mut FoldRoom,
+) -> ExecResult<()> {
+    let FoldRoom {
+        batches,
+        occurrences,
+        local_of,
+        ids,
+    } = room;
+    if let Some(o) = occurrences.as_mut() {
+        o.start_morsel(indices);
+    }
+    // The rows owned, batch by batch (held as the others until split), each key marked.
+    let mut n_batches = 0;
+    kept.rows.each_int_batch(|col, _| {
+        if batches.len() == n_batches {
+            batches.push(OwnedRows::default());
+        }
+        let b = &mut batches[n_batches];
+        match kept.by_share.get(n_batches) {
+            Some(lists) => {
+                let s = share.task as usize;
+                let range = lists.starts[s] as usize..lists.starts[s + 1] as usize;
+                b.take_all(&lists.rows[range.clone()], &lists.indices[range]);
+            }
+            None => b.take_owned(layout, share, col),
+        }
+        n_batches += 1;
+        if let Some(o) = occurrences.as_mut() {
+            o.mark(b.others().1);
+        }
+        Ok(())
+    })?;
+    let batches = &mut batches[..n_batches];
+    if let Some(o) = occurrences.as_ref() {
+        batches.iter_mut().for_each(|b| b.split(o));
+    }
+    // Singles add straight into the share's states: the bits of adding each to fresh
+    // states and folding those in.
+    let (mut base, mut batch) = (0u32, 0);
+    kept.rows.each_int_batch(|col, args| {
+        let (rows, at) = batches[batch].singles();
+        batch += 1;
+        for (&index, &row) in at.iter().zip(rows) {
+            first.see(index, (morsel, base + row));
+        }
+        if !rows.is_empty() {
+            for (acc, arg) in accs.iter_mut().zip(args) {
+                acc.update_at(at, rows, arg.as_ref())?;
+            }
+        }
+        base += col.len() as u32;
+        Ok(())
+    })?;
+    if batches.iter().all(|b| b.others == 0) {
+        return Ok(());
+    }
+    // The others get ids in the morsel's first-seen order; their fresh states, updated in
+    // row order, fold into the share's through them.
+    local_of.start_morsel();
+    local.iter_mut().for_each(|a| a.resize(0));
+    let (mut base, mut batch) = (0u32, 0);
+    kept.rows.each_int_batch(|col, args| {
+        let (rows, at) = batches[batch].others();
+        batch += 1;
+        if !rows.is_empty() {
+            for (&index, &row) in at.iter().zip(rows) {
+                first.see(index, (morsel, base + row));
+            }
+            local_of.ids(at, ids);
+            for (acc, arg) in local.iter_mut().zip(args) {
+                acc.resize(local_of.groups());
+                acc.update_at(ids, rows, arg.as_ref())?;
+            }
+        }
+        base += col.len() as u32;
+        Ok(())
+    })?;
+    merge_accs(accs, local, indices, local_of.mapping())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every value of a range, and NULL, lands in one slot of one partition, each slot
-    /// gives its value back, and the partitions' slots add up to the range.
+    /// For every number of shares, every value of a range, and NULL, lands at one index of
+    /// one share, and in the partition and slot it has for every other number of shares
+    /// (the output never depends on the workers); each gives its value back, and the
+    /// shares' indices add up to the range.
     #[test]
-    fn layout_places_every_value_once() {
+    fn shares_place_every_value_once() {
         let cases = [
             (-5i64, 2u64),
             (0, 1),
@@ -555,22 +757,43 @@ mod tests {
             (-100, 65),
             (i64::MAX - 3, 5),
             (3, 100_003),
-            (-1 << 40, 3_000_000),
+            (-1 << 40, 300_000),
         ];
         for (lo, values) in cases {
             let layout = Layout::over(lo, lo.wrapping_add(values as i64 - 2));
-            let mut seen = std::collections::HashSet::new();
-            let keys = (0..values - 1)
-                .map(|o| Some(lo.wrapping_add(o as i64)))
-                .chain([None]);
-            for v in keys {
-                let (p, slot) = layout.place(layout.offset(v));
-                assert!((slot as usize) < layout.slots(p), "{lo} {values} {v:?}");
-                assert_eq!(layout.value(p, slot), v);
-                assert!(seen.insert((p, slot)));
+            let keys = || {
+                (0..values - 1)
+                    .map(|o| Some(lo.wrapping_add(o as i64)))
+                    .chain([None])
+            };
+            let mut placed_by_one = Vec::new();
+            for bits in 0..=layout.bits {
+                let mut seen = std::collections::HashSet::new();
+                let mut placed = Vec::new();
+                for v in keys() {
+                    let offset = layout.offset(v);
+                    let share = Share {
+                        task: offset & ((1 << bits) - 1),
+                        bits,
+                    };
+                    let index = offset >> bits;
+                    assert!((index as usize) < share.len(&layout), "{lo} {values} {v:?}");
+                    assert!(seen.insert((share.task, index)));
+                    let (p, slot) = share.place(&layout, index);
+                    assert_eq!(p as u32 & ((1 << bits) - 1), share.task);
+                    assert_eq!(layout.value(p, slot), v);
+                    placed.push((p, slot));
+                }
+                let total: usize = (0..1 << bits)
+                    .map(|task| Share { task, bits }.len(&layout))
+                    .sum();
+                assert_eq!(total as u64, values);
+                if bits == 0 {
+                    placed_by_one = placed;
+                } else {
+                    assert_eq!(placed, placed_by_one, "{lo} {values} {bits}");
+                }
             }
-            let total: usize = (0..layout.partitions()).map(|p| layout.slots(p)).sum();
-            assert_eq!(total as u64, values);
         }
     }
 }

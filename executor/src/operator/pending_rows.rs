@@ -21,7 +21,7 @@ use super::accumulator::Accumulator;
 use super::aggregate::{encode_with_hashes, int_hash, update_accs, BatchKeys};
 use super::few_groups::FewGroups;
 use super::keys::{for_each_int, int_range, RowKeys};
-use crate::error::ExecResult;
+use crate::error::{ExecError, ExecResult};
 
 /// One batch's keys, kept: one integer-like column by value, or encoded with their hashes.
 enum PendingKeys {
@@ -137,6 +137,25 @@ impl PendingRows {
             match keys {
                 PendingKeys::Int(col) => f(BatchKeys::Int(&col), &args)?,
                 PendingKeys::Encoded(k, h) => f(BatchKeys::Encoded(k, h), &args)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands each batch's keys, held by value, and arguments to `f`, in order, leaving them
+    /// kept (several merge tasks read one morsel's rows).
+    pub fn each_int_batch(
+        &self,
+        mut f: impl FnMut(&Column, &[Option<Column>]) -> ExecResult<()>,
+    ) -> ExecResult<()> {
+        for (keys, args) in &self.batches {
+            match keys {
+                PendingKeys::Int(col) => f(col, args)?,
+                PendingKeys::Encoded(..) => {
+                    return Err(ExecError::Internal(
+                        "a dense merge over keys not held by value".into(),
+                    ))
+                }
             }
         }
         Ok(())
