@@ -246,6 +246,7 @@ def suite(py, args, threads):
                BENCH_WARMUP=str(max(args.suite_warmup, 1)))
     if n > 1_000_000:
         env["BENCH_LARGE"] = "1"
+    os.makedirs(OUT, exist_ok=True)
     chosen = [w for w in SUITE if not args.suite_workloads or w[0].split(" ")[0] in args.suite_workloads.split(",")]
     if n > 1_000_000:
         chosen = [w for w in chosen if not w[0].startswith("csv_")]
