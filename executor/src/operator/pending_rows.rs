@@ -172,17 +172,19 @@ impl PendingRows {
         }
     }
 
-    /// Memory held: keys, hashes and arguments.
+    /// Memory held: keys, hashes and arguments (a column as evaluated may be a window onto
+    /// its input's buffers, which counts only its rows: each morsel of a batch would
+    /// otherwise count the whole batch).
     pub fn heap_bytes(&self) -> usize {
         let batch = |(keys, args): &(PendingKeys, Vec<Option<Column>>)| {
             let keys = match keys {
-                PendingKeys::Int(col) => col.allocated_bytes(),
+                PendingKeys::Int(col) => col.window_bytes(),
                 PendingKeys::Encoded(k, h) => k.heap_bytes() + h.capacity() * 8,
             };
             keys + args
                 .iter()
                 .flatten()
-                .map(Column::allocated_bytes)
+                .map(Column::window_bytes)
                 .sum::<usize>()
         };
         self.batches.iter().map(batch).sum()
