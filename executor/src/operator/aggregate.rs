@@ -524,7 +524,10 @@ impl Sink for AggregateSink {
              merge (many distinct keys)",
             partials.len()
         )];
-        d.extend(self.dense_layout(partials).map(|l| l.describe()));
+        d.extend(
+            self.dense_layout(partials)
+                .map(|l| l.describe(self.threads)),
+        );
         d
     }
 

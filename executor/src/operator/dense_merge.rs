@@ -89,14 +89,25 @@ impl Layout {
     }
 
     /// What EXPLAIN ANALYZE says of the merge.
-    pub(super) fn describe(&self) -> String {
+    pub(super) fn describe(&self, threads: usize) -> String {
         format!(
-            "merged by key offset: {} key values from {} (and NULL) in {} partitions of \
-             array states, no hashing",
+            "merged by key offset: {} key values from {} (and NULL) into arrays by {} \
+             share(s) of the offsets, no hashing; output in {} partitions",
             self.values - 1,
             self.lo,
+            1 << self.share_bits(threads),
             self.partitions()
         )
+    }
+
+    /// log2 of the shares the merge splits the offsets into for `threads` workers: one per
+    /// worker, rounded up to a power of two, at most the partitions.
+    fn share_bits(&self, threads: usize) -> u32 {
+        threads
+            .max(1)
+            .next_power_of_two()
+            .trailing_zeros()
+            .min(self.bits)
     }
 
     fn partitions(&self) -> usize {
@@ -496,12 +507,7 @@ impl AggregateSink {
             .new_accs()?
             .iter()
             .all(Accumulator::one_row_folds_exactly);
-        let share_bits = self
-            .threads
-            .max(1)
-            .next_power_of_two()
-            .trailing_zeros()
-            .min(layout.bits);
+        let share_bits = layout.share_bits(self.threads);
         let dealt = parallel_map(self.threads, units, |_, unit| {
             Ok::<_, ExecError>(match unit {
                 Unit::Tables(run) => Dealt::Groups(self.deal_dense(layout, share_bits, run)?),
