@@ -685,10 +685,8 @@ impl Accumulator {
     }
 }
 
-/// Calls `f(group, value)` for every valid row of `x`, in row order, `groups` giving each
-/// row's group (a loop without a validity test per row when there are no NULLs).
-#[inline(always)]
 /// Calls `f(group, value)` for each `groups[i]` with row `rows[i]` of `x` where it is valid.
+#[inline(always)]
 fn each_valid_at<T: NativeType>(
     groups: &[u32],
     rows: &[u32],
@@ -711,6 +709,9 @@ fn each_valid_at<T: NativeType>(
     }
 }
 
+/// Calls `f(group, value)` for every valid row of `x`, in row order, `groups` giving each
+/// row's group (a loop without a validity test per row when there are no NULLs).
+#[inline(always)]
 fn each_valid<T: NativeType>(groups: &[u32], x: &PrimitiveColumn<T>, mut f: impl FnMut(usize, T)) {
     let values = &x.values()[..groups.len()];
     match x.validity() {
