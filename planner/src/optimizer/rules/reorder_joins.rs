@@ -1,24 +1,32 @@
 //! Orders multi-way inner joins by estimated size, avoiding cross products.
 //!
-//! A region of adjacent inner joins is flattened into its inputs and its conditions. The new
-//! order is built greedily: first the pair of inputs linked by an equality whose join is
-//! estimated smallest, then, step by step, the linked input giving the smallest estimated
-//! join (estimates use distinct-value counts where known, see `cardinality`, so a join on a
-//! low-cardinality column is seen to multiply rows). An input is joined without a condition
-//! only when nothing linked is left. At each step the
-//! smaller side becomes the hash join's build (right) side, and every condition is placed at
-//! the first join where all its columns are available: equalities across the two sides as
-//! hash keys, the rest as the join's residual filter. A projection above restores the
-//! region's original column order.
+//! A region of adjacent inner joins is flattened into its inputs and its conditions, and two
+//! orders are built greedily from estimates (distinct-value counts where known, see
+//! `cardinality`, so a join on a low-cardinality column is seen to multiply rows):
 //!
-//! The joins along the left spine all stream the spine's bottom input (the probe side)
+//! - left-deep: first the pair of inputs linked by an equality whose join is estimated
+//!   smallest, then, step by step, the linked input giving the smallest estimated join onto
+//!   all joined so far;
+//! - bushy: again and again the two parts (inputs, or inputs joined already) linked by an
+//!   equality whose join is estimated smallest, so inputs that filter one another meet
+//!   before either meets a larger one (TPC-H Q7: customers of two nations meet their
+//!   orders on their own, instead of lineitem's matches being carried through both joins).
+//!
+//! The bushy order is taken only where its joins produce fewer rows in all (a plain star
+//! gives both the same shape). Either way an input is joined without a condition only when
+//! nothing linked is left; at each join the smaller side becomes the hash join's build
+//! (right) side, and every condition is placed at the first join where all its columns are
+//! available: equalities across the two sides as hash keys, the rest as the join's residual
+//! filter. A projection above restores the region's original column order.
+//!
+//! The joins along a left spine all stream the spine's bottom input (the probe side)
 //! through their builds, in spine order. Where every one of them is on that input's columns
 //! and its own build's alone, they are put in order of their estimated output over the probe
 //! input, smallest first, so the most selective probe runs on the most rows and the others on
-//! what it keeps (TPC-H Q9: lineitem meets the filtered parts before suppliers and orders).
-//! Estimates depend only on the data (see `cardinality`), so
-//! the plan is the same for any thread count; a region already in the chosen shape is left
-//! as it is, so the rule reaches a fixed point.
+//! what it keeps (TPC-H Q9: lineitem meets the filtered parts before suppliers and orders);
+//! so are the spines of build sides that are joins themselves. Estimates depend only on the
+//! data (see `cardinality`), so the plan is the same for any thread count; a region already
+//! in the chosen shape is left as it is, so the rule reaches a fixed point.
 
 use super::push_down_filter::conjuncts;
 use crate::error::PlanResult;
@@ -106,6 +114,7 @@ fn flatten(plan: LogicalPlan, leaves: &mut Vec<LogicalPlan>, conditions: &mut Ve
 }
 
 /// A condition and the inputs it reads.
+#[derive(Clone)]
 struct Condition {
     expr: Expr,
     leaves: Vec<usize>,
@@ -142,7 +151,8 @@ fn leaves_of(e: &Expr, schemas: &[&PlanSchema]) -> Option<Vec<usize>> {
     Some(out)
 }
 
-/// The greedy join order of `leaves`; `None` when the region cannot be reordered safely.
+/// The join order of `leaves` (see the module doc); `None` when the region cannot be
+/// reordered safely.
 fn reorder(
     leaves: Vec<LogicalPlan>,
     conditions: Vec<Expr>,
@@ -169,88 +179,17 @@ fn reorder(
             placed: false,
         });
     }
-    let rows: Vec<f64> = leaves.iter().map(estimate_rows).collect();
-    let linked = |a: usize, b: usize, conds: &[Condition]| {
-        conds
-            .iter()
-            .any(|c| c.is_link() && c.leaves.contains(&a) && c.leaves.contains(&b))
+    let Some((deep, deep_conds)) = left_deep(leaves.clone(), conds.clone()) else {
+        return Ok(None);
     };
-    let n = leaves.len();
-    let mut slots: Vec<Option<LogicalPlan>> = leaves.into_iter().map(Some).collect();
-
-    // The first pair: linked, smallest estimated join (ties: lower positions); without any
-    // link, the smallest input. Candidates are estimated without being built (no plan is
-    // built while the estimates are shared).
-    let best = memoized(|| {
-        let mut best: Option<(f64, usize, usize, Step)> = None;
-        for a in 0..n {
-            for b in a + 1..n {
-                if !linked(a, b, &conds) {
-                    continue;
-                }
-                let (Some(pa), Some(pb)) = (&slots[a], &slots[b]) else {
-                    continue;
-                };
-                let step = join_step(pa, &[a], pb, b, &conds);
-                let est = step.estimate(pa, pb);
-                if best.as_ref().is_none_or(|(e, ..)| est < *e) {
-                    best = Some((est, a, b, step));
-                }
-            }
-        }
-        best
-    });
-    let (mut current, mut joined) = match best {
-        Some((_, a, b, step)) => match (slots[a].take(), slots[b].take()) {
-            (Some(pa), Some(pb)) => (step.commit(&mut conds, pa, pb), vec![a, b]),
-            _ => return Ok(None),
-        },
-        None => {
-            let first = (0..n)
-                .min_by(|&a, &b| rows[a].total_cmp(&rows[b]).then(a.cmp(&b)))
-                .unwrap_or(0);
-            match slots[first].take() {
-                Some(p) => (p, vec![first]),
-                None => return Ok(None),
-            }
-        }
+    let (bushy, bushy_conds) = pairwise(leaves, conds);
+    let (deep, bushy) = (order_tree(deep), order_tree(bushy));
+    // The bushy order only where it joins fewer rows in all (ties keep the left-deep one,
+    // whose every join but the first streams the same input).
+    let (mut plan, conds) = match joined_rows(&bushy) < joined_rows(&deep) {
+        true => (bushy, bushy_conds),
+        false => (deep, deep_conds),
     };
-    // Then, step by step, the linked input giving the smallest estimated join; an unlinked
-    // one (a cross product) only when nothing linked is left.
-    while joined.len() < n {
-        let left: Vec<usize> = (0..n).filter(|i| !joined.contains(i)).collect();
-        let linked_left: Vec<usize> = left
-            .iter()
-            .copied()
-            .filter(|&k| joined.iter().any(|&j| linked(j, k, &conds)))
-            .collect();
-        let candidates = if linked_left.is_empty() {
-            left
-        } else {
-            linked_left
-        };
-        let choice = memoized(|| {
-            let mut choice: Option<(f64, usize, Step)> = None;
-            for k in candidates {
-                let Some(pk) = &slots[k] else { continue };
-                let step = join_step(&current, &joined, pk, k, &conds);
-                let est = step.estimate(&current, pk);
-                let better = match &choice {
-                    None => true,
-                    Some((e, j, _)) => est < *e || (est == *e && rows[k] < rows[*j]),
-                };
-                if better {
-                    choice = Some((est, k, step));
-                }
-            }
-            choice
-        });
-        let Some((_, k, step)) = choice else { break };
-        let Some(next) = slots[k].take() else { break };
-        current = step.commit(&mut conds, current, next);
-        joined.push(k);
-    }
-    let mut plan = order_probes(current);
     let rest: Vec<Expr> = conds
         .into_iter()
         .filter(|c| !c.placed)
@@ -276,6 +215,207 @@ fn reorder(
         };
     }
     Ok(Some(plan))
+}
+
+/// Whether a condition links an input of `a` to one of `b`.
+fn linked(a: &[usize], b: &[usize], conds: &[Condition]) -> bool {
+    conds.iter().any(|c| {
+        c.is_link()
+            && c.leaves.iter().any(|l| a.contains(l))
+            && c.leaves.iter().any(|l| b.contains(l))
+    })
+}
+
+/// The left-deep order: the linked pair whose join is estimated smallest first, then, step
+/// by step, the linked input giving the smallest estimated join onto what is joined so far
+/// (an unlinked one only when nothing linked is left). The conditions come back with those
+/// placed marked.
+fn left_deep(
+    leaves: Vec<LogicalPlan>,
+    mut conds: Vec<Condition>,
+) -> Option<(LogicalPlan, Vec<Condition>)> {
+    let rows: Vec<f64> = leaves.iter().map(estimate_rows).collect();
+    let n = leaves.len();
+    let mut slots: Vec<Option<LogicalPlan>> = leaves.into_iter().map(Some).collect();
+
+    // The first pair: linked, smallest estimated join (ties: lower positions); without any
+    // link, the smallest input. Candidates are estimated without being built (no plan is
+    // built while the estimates are shared).
+    let best = memoized(|| {
+        let mut best: Option<(f64, usize, usize, Step)> = None;
+        for a in 0..n {
+            for b in a + 1..n {
+                if !linked(&[a], &[b], &conds) {
+                    continue;
+                }
+                let (Some(pa), Some(pb)) = (&slots[a], &slots[b]) else {
+                    continue;
+                };
+                let step = join_step(pa, &[a], pb, &[b], &conds);
+                let est = step.estimate(pa, pb);
+                if best.as_ref().is_none_or(|(e, ..)| est < *e) {
+                    best = Some((est, a, b, step));
+                }
+            }
+        }
+        best
+    });
+    let (mut current, mut joined) = match best {
+        Some((_, a, b, step)) => match (slots[a].take(), slots[b].take()) {
+            (Some(pa), Some(pb)) => (step.commit(&mut conds, pa, pb), vec![a, b]),
+            _ => return None,
+        },
+        None => {
+            let first = (0..n)
+                .min_by(|&a, &b| rows[a].total_cmp(&rows[b]).then(a.cmp(&b)))
+                .unwrap_or(0);
+            (slots[first].take()?, vec![first])
+        }
+    };
+    while joined.len() < n {
+        let left: Vec<usize> = (0..n).filter(|i| !joined.contains(i)).collect();
+        let linked_left: Vec<usize> = left
+            .iter()
+            .copied()
+            .filter(|&k| linked(&joined, &[k], &conds))
+            .collect();
+        let candidates = if linked_left.is_empty() {
+            left
+        } else {
+            linked_left
+        };
+        let choice = memoized(|| {
+            let mut choice: Option<(f64, usize, Step)> = None;
+            for k in candidates {
+                let Some(pk) = &slots[k] else { continue };
+                let step = join_step(&current, &joined, pk, &[k], &conds);
+                let est = step.estimate(&current, pk);
+                let better = match &choice {
+                    None => true,
+                    Some((e, j, _)) => est < *e || (est == *e && rows[k] < rows[*j]),
+                };
+                if better {
+                    choice = Some((est, k, step));
+                }
+            }
+            choice
+        });
+        let Some((_, k, step)) = choice else { break };
+        let Some(next) = slots[k].take() else { break };
+        current = step.commit(&mut conds, current, next);
+        joined.push(k);
+    }
+    Some((current, conds))
+}
+
+/// Inputs joined so far into one plan, and which.
+struct Part {
+    plan: LogicalPlan,
+    leaves: Vec<usize>,
+}
+
+/// The bushy order: again and again, the two parts (inputs, or inputs joined already) linked
+/// by a condition whose join is estimated smallest are joined (ties: lower positions), the
+/// smaller side building; without any link left, the two smallest parts. So inputs that
+/// filter one another meet before either meets a larger one (TPC-H Q7: the customers of two
+/// nations meet their orders before lineitem probes both sides).
+fn pairwise(leaves: Vec<LogicalPlan>, mut conds: Vec<Condition>) -> (LogicalPlan, Vec<Condition>) {
+    let mut parts: Vec<Part> = leaves
+        .into_iter()
+        .enumerate()
+        .map(|(i, plan)| Part {
+            plan,
+            leaves: vec![i],
+        })
+        .collect();
+    while parts.len() > 1 {
+        let best = memoized(|| {
+            let mut best: Option<(f64, usize, usize, Step)> = None;
+            for a in 0..parts.len() {
+                for b in a + 1..parts.len() {
+                    let (pa, pb) = (&parts[a], &parts[b]);
+                    if !linked(&pa.leaves, &pb.leaves, &conds) {
+                        continue;
+                    }
+                    let step = join_step(&pa.plan, &pa.leaves, &pb.plan, &pb.leaves, &conds);
+                    let est = step.estimate(&pa.plan, &pb.plan);
+                    if best.as_ref().is_none_or(|(e, ..)| est < *e) {
+                        best = Some((est, a, b, step));
+                    }
+                }
+            }
+            best
+        });
+        let (a, b, step) = match best {
+            Some((_, a, b, step)) => (a, b, step),
+            None => {
+                let rows: Vec<f64> =
+                    memoized(|| parts.iter().map(|p| estimate_rows(&p.plan)).collect());
+                let mut order: Vec<usize> = (0..parts.len()).collect();
+                order.sort_by(|&x, &y| rows[x].total_cmp(&rows[y]).then(x.cmp(&y)));
+                let (a, b) = (order[0].min(order[1]), order[0].max(order[1]));
+                let (pa, pb) = (&parts[a], &parts[b]);
+                let step =
+                    memoized(|| join_step(&pa.plan, &pa.leaves, &pb.plan, &pb.leaves, &conds));
+                (a, b, step)
+            }
+        };
+        let pb = parts.remove(b);
+        let pa = parts.remove(a);
+        let mut leaves = pa.leaves;
+        leaves.extend(pb.leaves);
+        let plan = step.commit(&mut conds, pa.plan, pb.plan);
+        parts.insert(a, Part { plan, leaves });
+    }
+    let plan = parts.pop().map(|p| p.plan).expect("at least two inputs");
+    (plan, conds)
+}
+
+/// The estimated rows every join of `plan`'s region produces, summed: what an order costs.
+fn joined_rows(plan: &LogicalPlan) -> f64 {
+    fn sum(plan: &LogicalPlan) -> f64 {
+        match plan {
+            LogicalPlan::Join {
+                left,
+                right,
+                kind: JoinKind::Inner,
+                ..
+            } => estimate_rows(plan) + sum(left) + sum(right),
+            _ => 0.0,
+        }
+    }
+    memoized(|| sum(plan))
+}
+
+/// [`order_probes`] on `plan`'s left spine and on every build input's.
+fn order_tree(plan: LogicalPlan) -> LogicalPlan {
+    order_builds(order_probes(plan))
+}
+
+/// [`order_tree`] on the build input of every join on `plan`'s left spine.
+fn order_builds(plan: LogicalPlan) -> LogicalPlan {
+    match plan {
+        LogicalPlan::Join {
+            left,
+            right,
+            kind: JoinKind::Inner,
+            on,
+            filter,
+            ..
+        } => {
+            let (left, right) = (order_builds(*left), order_tree(*right));
+            let schema = JoinKind::Inner.output_schema(left.schema(), right.schema(), None);
+            LogicalPlan::Join {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind: JoinKind::Inner,
+                on,
+                filter,
+                schema,
+            }
+        }
+        other => other,
+    }
 }
 
 /// A join on the left spine: its build (right) input, keys and residual filter.
@@ -407,14 +547,14 @@ fn sides<T>(next_builds: bool, current: T, next: T) -> (T, T) {
     }
 }
 
-/// Joins input `next` (position `k`) onto `current` (covering inputs `joined`): the side with
+/// Joins `next` (covering inputs `next_leaves`) onto `current` (covering `joined`): the side with
 /// fewer estimated rows builds (right), and every condition now covered is placed on this
 /// join: equalities across the sides as keys, the rest as the residual filter.
 fn join_step(
     current: &LogicalPlan,
     joined: &[usize],
     next: &LogicalPlan,
-    k: usize,
+    next_leaves: &[usize],
     conds: &[Condition],
 ) -> Step {
     let next_builds = estimate_rows(next) <= estimate_rows(current);
@@ -426,7 +566,12 @@ fn join_step(
     let over =
         |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && e.columns().iter().all(|x| s.has(x));
     for (i, c) in conds.iter().enumerate() {
-        if c.placed || !c.leaves.iter().all(|l| *l == k || joined.contains(l)) {
+        if c.placed
+            || !c
+                .leaves
+                .iter()
+                .all(|l| next_leaves.contains(l) || joined.contains(l))
+        {
             continue;
         }
         placed.push(i);
@@ -457,9 +602,10 @@ fn join_step(
 
 #[cfg(test)]
 mod tests {
-    use super::order_probes;
+    use super::{order_probes, ReorderJoins};
     use crate::expr::col;
     use crate::optimizer::rules::test_data_table;
+    use crate::optimizer::OptimizerRule;
     use crate::plan::{JoinKind, LogicalPlan, PlanBuilder};
 
     /// A memory table of `rows` rows whose integer columns all hold the row number.
@@ -481,6 +627,97 @@ mod tests {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The tables of the scans under `plan`, sorted.
+    fn tables(plan: &LogicalPlan) -> Vec<String> {
+        let mut out = match plan {
+            LogicalPlan::Scan(scan) => vec![scan.table.clone()],
+            other => other.children().into_iter().flat_map(tables).collect(),
+        };
+        out.sort();
+        out
+    }
+
+    /// The tables under each side of every join in `plan`.
+    fn join_sides(plan: &LogicalPlan, out: &mut Vec<(Vec<String>, Vec<String>)>) {
+        if let LogicalPlan::Join { left, right, .. } = plan {
+            out.push((tables(left), tables(right)));
+        }
+        plan.children().into_iter().for_each(|c| join_sides(c, out));
+    }
+
+    /// A table of the given columns, each value `f(row)`.
+    fn data(name: &str, rows: i64, cols: &[(&str, &dyn Fn(i64) -> i64)]) -> PlanBuilder {
+        let cols: Vec<(&str, Vec<i64>)> = cols
+            .iter()
+            .map(|(c, f)| (*c, (0..rows).map(f).collect()))
+            .collect();
+        test_data_table(name, &cols)
+    }
+
+    /// TPC-H Q7's shape: a large input meets two chains of smaller ones, each ending in a
+    /// selective one. Joining each chain on its own first joins fewer rows than carrying the
+    /// large input's matches through every join, so the chains become build sides; a plain
+    /// star (every input meets only the large one) stays left-deep.
+    #[test]
+    fn chains_off_a_large_input_are_joined_on_their_own_first() {
+        let l = data(
+            "l",
+            100_000,
+            &[("l_s", &|i| i % 1000), ("l_o", &|i| i % 10_000)],
+        );
+        let s = data("s", 1000, &[("s_k", &|i| i), ("s_n", &|i| i % 100)]);
+        let n1 = data("n1", 4, &[("n1_k", &|i| i)]);
+        let o = data("o", 10_000, &[("o_k", &|i| i), ("o_c", &|i| i % 1000)]);
+        let c = data("c", 1000, &[("c_k", &|i| i), ("c_n", &|i| i % 100)]);
+        let n2 = data("n2", 4, &[("n2_k", &|i| i)]);
+        let plan = inner(inner(l, s, "l_s", "s_k"), n1, "s_n", "n1_k");
+        let plan = inner(
+            inner(inner(plan, o, "l_o", "o_k"), c, "o_c", "c_k"),
+            n2,
+            "c_n",
+            "n2_k",
+        );
+        let reordered = ReorderJoins.rewrite(plan.build()).expect("reorder");
+        let mut sides = Vec::new();
+        join_sides(&reordered, &mut sides);
+        let covered: Vec<Vec<String>> = sides
+            .iter()
+            .map(|(a, b)| {
+                let mut all = [a.clone(), b.clone()].concat();
+                all.sort();
+                all
+            })
+            .collect();
+        assert!(
+            covered.contains(&vec!["c".into(), "n2".into()]),
+            "{reordered}"
+        );
+        assert!(
+            covered.contains(&vec!["c".into(), "n2".into(), "o".into()]),
+            "{reordered}"
+        );
+        assert!(
+            covered.contains(&vec!["n1".into(), "s".into()]),
+            "{reordered}"
+        );
+        // The same rule on its own output changes nothing.
+        let again = ReorderJoins.rewrite(reordered.clone()).expect("reorder");
+        assert_eq!(again, reordered);
+
+        let l = data(
+            "l",
+            100_000,
+            &[("l_s", &|i| i % 1000), ("l_o", &|i| i % 10_000)],
+        );
+        let s = data("s", 1000, &[("s_k", &|i| i)]);
+        let o = data("o", 10_000, &[("o_k", &|i| i)]);
+        let star = inner(inner(l, s, "l_s", "s_k"), o, "l_o", "o_k").build();
+        let reordered = ReorderJoins.rewrite(star).expect("reorder");
+        let mut sides = Vec::new();
+        join_sides(&reordered, &mut sides);
+        assert!(sides.iter().all(|(_, b)| b.len() == 1), "{reordered}");
     }
 
     fn inner(left: PlanBuilder, right: PlanBuilder, l: &str, r: &str) -> PlanBuilder {
