@@ -130,6 +130,18 @@ impl Joined {
         }
     }
 
+    /// Output column `c` at the live rows at positions `at`.
+    pub fn column_at_positions(&self, batch: &Batch, c: usize, at: &[u32]) -> Column {
+        let pick = |rows: &[u32]| -> Vec<u32> { at.iter().map(|&i| rows[i as usize]).collect() };
+        match self.columns[c] {
+            ColumnAt::Probe(k) => batch.column(k).take(&pick(&self.probe)),
+            ColumnAt::Build { side, column } => {
+                let b = &self.builds[side];
+                b.batch.column(column).take(&pick(&b.rows))
+            }
+        }
+    }
+
     /// The live rows as a batch of their own (`batch`: the probe batch).
     pub fn gather(&self, batch: &Batch) -> ExecResult<Batch> {
         let whole_probe = self.every_probe_row_once(batch);

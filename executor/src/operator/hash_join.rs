@@ -566,6 +566,17 @@ impl JoinTable {
     }
 }
 
+/// The pairs `(p[i], b[i])` whose bit is set in `keep`.
+fn keep_pairs(keep: &Bitmap, p: &[u32], b: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = keep.count_ones();
+    let (mut p2, mut b2) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in keep.set_indices() {
+        p2.push(p[i]);
+        b2.push(b[i]);
+    }
+    (p2, b2)
+}
+
 /// Row `i` of an integer-like column, widened (`None` for NULL or another type).
 fn int_at(col: &Column, i: usize) -> Option<i64> {
     match col {
@@ -880,18 +891,25 @@ impl HashProbeOp {
             Vec::with_capacity(room),
         )?;
         // The pairs' probe rows are rows of `batch`, in its order.
+        let (probe, build) = match self.filter.as_ref().filter(|_| !found.probe.is_empty()) {
+            Some(f) => {
+                let keep = f.passes((&batch, &found.probe), (&self.table.build, &found.build))?;
+                keep_pairs(&keep, &found.probe, &found.build)
+            }
+            None => (found.probe, found.build),
+        };
         let live = match self.kind {
             JoinKind::Semi => {
-                let mut kept = found.probe;
+                let mut kept = probe;
                 kept.dedup();
                 Live::Rows(kept)
             }
             _ => {
                 let build = BuildRows {
                     batch: self.table.build.clone(),
-                    rows: found.build,
+                    rows: build,
                 };
-                let joined = Joined::new(self.schema.clone(), &batch, found.probe, build);
+                let joined = Joined::new(self.schema.clone(), &batch, probe, build);
                 Live::Joined(Box::new(joined))
             }
         };
@@ -915,18 +933,28 @@ impl HashProbeOp {
         let found =
             self.table
                 .candidates(&cols, n, None, Vec::with_capacity(n), Vec::with_capacity(n))?;
-        // The pairs' probe rows are positions among the matches so far.
+        // The pairs' probe rows are positions among the matches so far; the condition over
+        // the pair reads its columns of them at those positions.
+        let (probe, build) = match self.filter.as_ref().filter(|_| !found.probe.is_empty()) {
+            Some(f) => {
+                let split = joined.columns.len();
+                let first = |c| joined.column_at_positions(&batch, c, &found.probe);
+                let keep = f.passes_by(split, first, (&self.table.build, &found.build))?;
+                keep_pairs(&keep, &found.probe, &found.build)
+            }
+            None => (found.probe, found.build),
+        };
         match self.kind {
             JoinKind::Semi => {
-                let mut kept = found.probe;
+                let mut kept = probe;
                 kept.dedup();
                 joined.keep(&kept);
             }
             _ => {
-                joined.keep(&found.probe);
+                joined.keep(&probe);
                 joined = joined.with_build(BuildRows {
                     batch: self.table.build.clone(),
-                    rows: found.build,
+                    rows: build,
                 });
             }
         }
@@ -961,11 +989,10 @@ impl Operator for HashProbeOp {
         "HashProbe"
     }
 
-    /// Inner and semi joins on keys, without a condition over the pair, read a selection.
+    /// Inner and semi joins on keys read a selection (a condition over the pair is tested
+    /// on the columns it reads, gathered at the candidate pairs).
     fn takes_selection(&self) -> bool {
-        matches!(self.kind, JoinKind::Inner | JoinKind::Semi)
-            && self.filter.is_none()
-            && !self.probe_keys.is_empty()
+        matches!(self.kind, JoinKind::Inner | JoinKind::Semi) && !self.probe_keys.is_empty()
     }
 
     /// The keys are read at the selected rows only. The matches are handed on as row
@@ -1003,12 +1030,7 @@ impl Operator for HashProbeOp {
         // join: evaluating the condition on no rows still costs its setup).
         if let Some(f) = self.filter.as_ref().filter(|_| !p.is_empty()) {
             let keep = f.passes((&batch, &p), (&self.table.build, &b))?;
-            let (mut p2, mut b2) = (Vec::with_capacity(p.len()), Vec::with_capacity(b.len()));
-            for i in keep.set_indices() {
-                p2.push(p[i]);
-                b2.push(b[i]);
-            }
-            (p, b) = (p2, b2);
+            (p, b) = keep_pairs(&keep, &p, &b);
         }
         if let Some(m) = &self.matched {
             b.iter().for_each(|&r| m.set(r));
@@ -1197,21 +1219,35 @@ mod tests {
         }
     }
 
-    /// A chain of probes (inner and semi, duplicate keys, NULLs) with a projection that
-    /// picks columns between them, handing matches on ungathered, gives what running each
-    /// operator on the previous one's gathered output gives, from every kind of selection.
+    /// A chain of probes (inner and semi, duplicate keys, NULLs, with and without conditions
+    /// over the pair) with a projection that picks columns between them, handing matches on
+    /// ungathered, gives what running each operator on the previous one's gathered output
+    /// gives, from every kind of selection.
     #[test]
     fn chained_probes_left_ungathered_equal_probes_gathered_at_each_step() {
+        use crate::operator::pair_filter::PairFilter;
         use crate::operator::project::ProjectOp;
+        use morsel_planner::BinaryOp;
         let mut r = Rng(31);
         let n = 3000;
         let input = keys(&mut r, n, 200, 1);
         let build1 = int_batch(&[&keys(&mut r, 150, 200, 1), &keys(&mut r, 150, 90, 1)]);
         let build2 = int_batch(&[&keys(&mut r, 60, 90, 1), &keys(&mut r, 60, 1000, 7)]);
-        for second in [JoinKind::Inner, JoinKind::Semi] {
+        // Pair column `a` compared with pair column `b`.
+        let condition = |a: usize, op: BinaryOp, b: usize| PairFilter {
+            columns: vec![a, b],
+            expr: PhysExpr::Binary {
+                left: Box::new(PhysExpr::Column(0)),
+                op,
+                right: Box::new(PhysExpr::Column(1)),
+            },
+            schema: int_batch(&[&[None], &[None]]).schema().clone(),
+        };
+        let kinds = [JoinKind::Inner, JoinKind::Semi];
+        for (second, filtered) in kinds.into_iter().flat_map(|k| [(k, false), (k, true)]) {
             // (k) x build1 -> (k, b0, b1); pick (b1, k); (b1, k) x build2 on b1; then on k
             // against build1 again.
-            let first = probe_op(&build1, 0, JoinKind::Inner, 1);
+            let mut first = probe_op(&build1, 0, JoinKind::Inner, 1);
             let pick = ProjectOp {
                 exprs: vec![PhysExpr::Column(2), PhysExpr::Column(0)],
                 schema: Arc::new(Schema::new(vec![
@@ -1219,9 +1255,22 @@ mod tests {
                     Field::new("c1", DataType::Int64, true),
                 ])),
             };
-            let mid = probe_op(&build2, 0, second, 2);
+            let mut mid = probe_op(&build2, 0, second, 2);
             let width = mid.schema.fields.len();
-            let last = probe_op(&build1, 1, JoinKind::Inner, width);
+            let mut last = probe_op(&build1, 1, JoinKind::Inner, width);
+            if filtered {
+                // The key against build1's b1 (pair columns 0 and 2).
+                first.filter = Some(condition(0, BinaryOp::NotEq, 2));
+                // The first build's b1 (picked as c0) against build2's second column; then,
+                // when build2's columns are there, its second column against the last
+                // build's b1.
+                mid.filter = Some(condition(0, BinaryOp::Lt, 3));
+                last.filter = Some(match second {
+                    JoinKind::Semi => condition(0, BinaryOp::NotEq, width + 1),
+                    _ => condition(3, BinaryOp::Gt, width + 1),
+                });
+            }
+            assert!(first.takes_selection() && mid.takes_selection() && last.takes_selection());
             let ops: [&dyn Operator; 4] = [&first, &pick, &mid, &last];
             let rows: Vec<u32> = (0..n as u32).filter(|_| r.below(3) != 0).collect();
             let lives = [
@@ -1256,7 +1305,7 @@ mod tests {
                 }
                 let got = got.gather().unwrap();
                 assert!(want.num_rows() > 0);
-                assert_eq!(got.num_rows(), want.num_rows(), "{second:?}");
+                assert_eq!(got.num_rows(), want.num_rows(), "{second:?} {filtered}");
                 for c in 0..want.num_columns() {
                     for i in 0..want.num_rows() {
                         assert_eq!(got.column(c).scalar_at(i), want.column(c).scalar_at(i));

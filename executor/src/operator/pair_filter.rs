@@ -2,7 +2,7 @@
 //! keys), compiled over only the columns it reads: testing the candidate pairs gathers
 //! those columns at the pairs, not every column of both sides.
 
-use morsel_storage::{Batch, Bitmap, SchemaRef};
+use morsel_storage::{Batch, Bitmap, Column, SchemaRef};
 
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
@@ -23,18 +23,30 @@ impl PairFilter {
     pub fn passes(
         &self,
         (first, first_rows): (&Batch, &[u32]),
+        second: (&Batch, &[u32]),
+    ) -> ExecResult<Bitmap> {
+        let first_column = |c: usize| first.column(c).take(first_rows);
+        self.passes_by(first.num_columns(), first_column, second)
+    }
+
+    /// [`passes`](Self::passes) where the first side has `split` columns and
+    /// `first_column(c)` gives its column `c` at the pairs' rows (for a side that is not a
+    /// batch of its own: join matches not gathered).
+    pub fn passes_by(
+        &self,
+        split: usize,
+        first_column: impl Fn(usize) -> Column,
         (second, second_rows): (&Batch, &[u32]),
     ) -> ExecResult<Bitmap> {
-        let split = first.num_columns();
         let columns = self
             .columns
             .iter()
             .map(|&c| match c.checked_sub(split) {
-                None => first.column(c).take(first_rows),
+                None => first_column(c),
                 Some(c) => second.column(c).take(second_rows),
             })
             .collect();
-        let pairs = Batch::try_new(self.schema.clone(), columns, first_rows.len())?;
+        let pairs = Batch::try_new(self.schema.clone(), columns, second_rows.len())?;
         Ok(boolean::as_boolean(&self.expr.evaluate(&pairs)?)?.true_mask())
     }
 }
