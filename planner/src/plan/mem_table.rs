@@ -15,6 +15,8 @@ use crate::expr::Expr;
 pub struct MemTable {
     pub schema: SchemaRef,
     pub batches: Vec<Batch>,
+    /// The batches' rows in all (the planner asks for them at every estimate).
+    rows: usize,
     /// Taken on first use by the planner.
     sample: OnceLock<Sample>,
     /// Filter selectivities measured on the sample, by column and conjuncts (the planner
@@ -43,6 +45,7 @@ impl MemTable {
     pub fn new(schema: SchemaRef, batches: Vec<Batch>) -> Self {
         Self {
             schema,
+            rows: batches.iter().map(Batch::num_rows).sum(),
             batches,
             sample: OnceLock::new(),
             fractions: Mutex::new(Vec::new()),
@@ -50,7 +53,7 @@ impl MemTable {
     }
 
     pub fn num_rows(&self) -> usize {
-        self.batches.iter().map(Batch::num_rows).sum()
+        self.rows
     }
 
     /// Estimated distinct values of column `col` (from the sample, taken once).
