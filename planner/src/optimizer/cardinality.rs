@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use crate::expr::{BinaryOp, ColumnRef, Expr};
 use morsel_storage::ScalarValue;
 
-use crate::plan::{JoinKind, LogicalPlan, Scan, TableSource};
+use crate::plan::{CsvFiles, JoinKind, LogicalPlan, Scan, TableSource};
 
 /// The estimated number of rows `plan` produces.
 pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
@@ -305,16 +305,23 @@ fn source_distinct(plan: &LogicalPlan, i: usize) -> Option<f64> {
 }
 
 /// The fraction of a scan's rows its filters keep: comparisons of a CSV column with a
-/// constant by the inference sample (per column, all such comparisons at once), the rest by
-/// [`selectivity`]; a memory table's one-column conjuncts by its sample rows (see
-/// `sample_filter`); columns are taken as independent.
+/// constant by the inference sample (per column, all such comparisons at once; remembered by
+/// the files), the rest by [`selectivity`]; a memory table's one-column conjuncts by its
+/// sample rows (see `sample_filter`); columns are taken as independent.
 fn scan_selectivity(scan: &Scan) -> f64 {
-    let files = match &scan.source {
-        TableSource::Csv(files) => files,
-        TableSource::Memory(table) => {
-            return super::sample_filter::memory_scan_selectivity(scan, table, selectivity)
+    match &scan.source {
+        TableSource::Csv(files) => {
+            let measure = || csv_scan_selectivity(scan, files);
+            files.scan_selectivity(scan.projection.as_deref(), &scan.filters, measure)
         }
-    };
+        TableSource::Memory(table) => {
+            super::sample_filter::memory_scan_selectivity(scan, table, selectivity)
+        }
+    }
+}
+
+/// [`scan_selectivity`] of a scan of CSV files.
+fn csv_scan_selectivity(scan: &Scan, files: &CsvFiles) -> f64 {
     let reader = &files.readers()[0];
     // (file column, comparison, constant) of every `column op constant` conjunct.
     let mut ranges: Vec<(usize, BinaryOp, f64)> = Vec::new();

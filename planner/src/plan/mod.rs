@@ -5,7 +5,7 @@ mod builder;
 mod display;
 mod mem_table;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use morsel_storage::csv::CsvReader;
 use morsel_storage::SchemaRef;
@@ -21,7 +21,14 @@ use crate::schema::{PlanField, PlanSchema};
 #[derive(Debug)]
 pub struct CsvFiles {
     readers: Vec<CsvReader>,
+    /// Scans' filter selectivities measured on the inference sample, by the scan's
+    /// projection and filters: join ordering asks for each scan's many times, in estimates
+    /// that are not kept between its steps, and each reads the whole sample.
+    selectivities: Mutex<Vec<Measured>>,
 }
+
+/// A scan's projection and filters, and the fraction of rows they were estimated to keep.
+type Measured = (Option<Vec<usize>>, Vec<Expr>, f64);
 
 impl CsvFiles {
     /// `readers` must be non-empty and share one schema.
@@ -40,7 +47,33 @@ impl CsvFiles {
                 )));
             }
         }
-        Ok(Self { readers })
+        Ok(Self {
+            readers,
+            selectivities: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The selectivity of a scan with `projection` and `filters`, as `estimate` gives it
+    /// the first time; remembered.
+    pub fn scan_selectivity(
+        &self,
+        projection: Option<&[usize]>,
+        filters: &[Expr],
+        estimate: impl FnOnce() -> f64,
+    ) -> f64 {
+        let same = |(p, f, _): &&Measured| p.as_deref() == projection && f == filters;
+        let known = self.selectivities.lock().expect("selectivities");
+        if let Some((.., s)) = known.iter().find(same) {
+            return *s;
+        }
+        drop(known);
+        let s = estimate();
+        let entry = (projection.map(<[usize]>::to_vec), filters.to_vec(), s);
+        self.selectivities
+            .lock()
+            .expect("selectivities")
+            .push(entry);
+        s
     }
 
     pub fn readers(&self) -> &[CsvReader] {

@@ -31,6 +31,9 @@ pub struct CsvReader {
     data_start: u64,
     data_line: u64,
     inference: InferenceReport,
+    /// The input's size when it was opened (estimates are asked for many times while a
+    /// query is planned; a file's size is a system call).
+    input_len: u64,
 }
 
 /// What cuts a scan's data into blocks.
@@ -124,6 +127,7 @@ impl CsvReader {
             }
         };
         Ok(Self {
+            input_len: input.len().unwrap_or(0),
             input,
             options,
             dialect,
@@ -134,14 +138,10 @@ impl CsvReader {
         })
     }
 
-    /// The number of records, estimated from the file's size and the width of the sampled
-    /// records (for planning; exact counts need a full read).
+    /// The number of records, estimated from the file's size when opened and the width of
+    /// the sampled records (for planning; exact counts need a full read).
     pub fn estimated_rows(&self) -> f64 {
-        let bytes = self
-            .input
-            .len()
-            .unwrap_or(0)
-            .saturating_sub(self.data_start) as f64;
+        let bytes = self.input_len.saturating_sub(self.data_start) as f64;
         let r = &self.inference;
         let width = if r.sampled_records > 0 && r.sampled_bytes > 0 {
             r.sampled_bytes as f64 / r.sampled_records as f64
