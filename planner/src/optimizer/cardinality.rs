@@ -315,7 +315,9 @@ fn scan_selectivity(scan: &Scan) -> f64 {
             files.scan_selectivity(scan.projection.as_deref(), &scan.filters, measure)
         }
         TableSource::Memory(table) => {
-            super::sample_filter::memory_scan_selectivity(scan, table, selectivity)
+            let measure =
+                || super::sample_filter::memory_scan_selectivity(scan, table, selectivity);
+            table.scan_selectivity(scan.projection.as_deref(), &scan.filters, measure)
         }
     }
 }

@@ -22,7 +22,13 @@ pub struct MemTable {
     /// Filter selectivities measured on the sample, by column and conjuncts (the planner
     /// asks for the same few many times while it orders joins).
     fractions: Mutex<Vec<Measured>>,
+    /// Whole scans' estimated selectivities, by projection and filters (join ordering asks
+    /// for each scan's many times, in estimates that are not kept between its steps).
+    scans: Mutex<Vec<ScanEstimate>>,
 }
+
+/// A scan's projection and filters, and the fraction of rows they were estimated to keep.
+type ScanEstimate = (Option<Vec<usize>>, Vec<Expr>, f64);
 
 /// A filter's measured fraction: the column, its conjuncts, the fraction (if measurable).
 type Measured = (usize, Vec<Expr>, Option<f64>);
@@ -49,6 +55,7 @@ impl MemTable {
             batches,
             sample: OnceLock::new(),
             fractions: Mutex::new(Vec::new()),
+            scans: Mutex::new(Vec::new()),
         }
     }
 
@@ -99,6 +106,26 @@ impl MemTable {
             .expect("fractions")
             .push((col, exprs, fraction));
         fraction
+    }
+
+    /// The selectivity of a scan of this table with `projection` and `filters`, as `estimate`
+    /// gives it the first time; remembered.
+    pub fn scan_selectivity(
+        &self,
+        projection: Option<&[usize]>,
+        filters: &[Expr],
+        estimate: impl FnOnce() -> f64,
+    ) -> f64 {
+        let same = |(p, f, _): &&ScanEstimate| p.as_deref() == projection && f == filters;
+        let known = self.scans.lock().expect("scans");
+        if let Some((.., s)) = known.iter().find(same) {
+            return *s;
+        }
+        drop(known);
+        let s = estimate();
+        let entry = (projection.map(<[usize]>::to_vec), filters.to_vec(), s);
+        self.scans.lock().expect("scans").push(entry);
+        s
     }
 
     fn sample(&self) -> &Sample {
