@@ -8,6 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use morsel_storage::stats::{estimate_distinct, SampleCounts};
 use morsel_storage::{Batch, ScalarValue, SchemaRef};
 
+use super::remembered::{remember, ScanSelectivities};
 use crate::expr::Expr;
 
 /// An in-memory table: batches that share one schema.
@@ -22,13 +23,9 @@ pub struct MemTable {
     /// Filter selectivities measured on the sample, by column and conjuncts (the planner
     /// asks for the same few many times while it orders joins).
     fractions: Mutex<Vec<Measured>>,
-    /// Whole scans' estimated selectivities, by projection and filters (join ordering asks
-    /// for each scan's many times, in estimates that are not kept between its steps).
-    scans: Mutex<Vec<ScanEstimate>>,
+    /// Whole scans' estimated selectivities.
+    scans: ScanSelectivities,
 }
-
-/// A scan's projection and filters, and the fraction of rows they were estimated to keep.
-type ScanEstimate = (Option<Vec<usize>>, Vec<Expr>, f64);
 
 /// A filter's measured fraction: the column, its conjuncts, the fraction (if measurable).
 type Measured = (usize, Vec<Expr>, Option<f64>);
@@ -55,7 +52,7 @@ impl MemTable {
             batches,
             sample: OnceLock::new(),
             fractions: Mutex::new(Vec::new()),
-            scans: Mutex::new(Vec::new()),
+            scans: ScanSelectivities::default(),
         }
     }
 
@@ -101,10 +98,7 @@ impl MemTable {
             }),
         };
         let exprs = conjuncts.iter().map(|&c| c.clone()).collect();
-        self.fractions
-            .lock()
-            .expect("fractions")
-            .push((col, exprs, fraction));
+        remember(&self.fractions, (col, exprs, fraction));
         fraction
     }
 
@@ -116,16 +110,7 @@ impl MemTable {
         filters: &[Expr],
         estimate: impl FnOnce() -> f64,
     ) -> f64 {
-        let same = |(p, f, _): &&ScanEstimate| p.as_deref() == projection && f == filters;
-        let known = self.scans.lock().expect("scans");
-        if let Some((.., s)) = known.iter().find(same) {
-            return *s;
-        }
-        drop(known);
-        let s = estimate();
-        let entry = (projection.map(<[usize]>::to_vec), filters.to_vec(), s);
-        self.scans.lock().expect("scans").push(entry);
-        s
+        self.scans.get(projection, filters, estimate)
     }
 
     fn sample(&self) -> &Sample {

@@ -4,14 +4,16 @@
 mod builder;
 mod display;
 mod mem_table;
+mod remembered;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use morsel_storage::csv::CsvReader;
 use morsel_storage::SchemaRef;
 
 pub use builder::PlanBuilder;
 pub use mem_table::MemTable;
+use remembered::ScanSelectivities;
 
 use crate::expr::{Expr, SortExpr};
 use crate::schema::{PlanField, PlanSchema};
@@ -21,14 +23,9 @@ use crate::schema::{PlanField, PlanSchema};
 #[derive(Debug)]
 pub struct CsvFiles {
     readers: Vec<CsvReader>,
-    /// Scans' filter selectivities measured on the inference sample, by the scan's
-    /// projection and filters: join ordering asks for each scan's many times, in estimates
-    /// that are not kept between its steps, and each reads the whole sample.
-    selectivities: Mutex<Vec<Measured>>,
+    /// Scans' filter selectivities measured on the inference sample.
+    selectivities: ScanSelectivities,
 }
-
-/// A scan's projection and filters, and the fraction of rows they were estimated to keep.
-type Measured = (Option<Vec<usize>>, Vec<Expr>, f64);
 
 impl CsvFiles {
     /// `readers` must be non-empty and share one schema.
@@ -49,7 +46,7 @@ impl CsvFiles {
         }
         Ok(Self {
             readers,
-            selectivities: Mutex::new(Vec::new()),
+            selectivities: ScanSelectivities::default(),
         })
     }
 
@@ -61,19 +58,7 @@ impl CsvFiles {
         filters: &[Expr],
         estimate: impl FnOnce() -> f64,
     ) -> f64 {
-        let same = |(p, f, _): &&Measured| p.as_deref() == projection && f == filters;
-        let known = self.selectivities.lock().expect("selectivities");
-        if let Some((.., s)) = known.iter().find(same) {
-            return *s;
-        }
-        drop(known);
-        let s = estimate();
-        let entry = (projection.map(<[usize]>::to_vec), filters.to_vec(), s);
-        self.selectivities
-            .lock()
-            .expect("selectivities")
-            .push(entry);
-        s
+        self.selectivities.get(projection, filters, estimate)
     }
 
     pub fn readers(&self) -> &[CsvReader] {
