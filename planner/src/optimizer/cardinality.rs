@@ -305,21 +305,18 @@ fn source_distinct(plan: &LogicalPlan, i: usize) -> Option<f64> {
 }
 
 /// The fraction of a scan's rows its filters keep: comparisons of a CSV column with a
-/// constant by the inference sample (per column, all such comparisons at once; remembered by
-/// the files), the rest by [`selectivity`]; a memory table's one-column conjuncts by its
-/// sample rows (see `sample_filter`); columns are taken as independent.
+/// constant by the inference sample (per column, all such comparisons at once), the rest by
+/// [`selectivity`]; a memory table's one-column conjuncts by its sample rows (see
+/// `sample_filter`); columns are taken as independent. Remembered by the source.
 fn scan_selectivity(scan: &Scan) -> f64 {
-    match &scan.source {
-        TableSource::Csv(files) => {
-            let measure = || csv_scan_selectivity(scan, files);
-            files.scan_selectivity(scan.projection.as_deref(), &scan.filters, measure)
-        }
+    let measure = || match &scan.source {
+        TableSource::Csv(files) => csv_scan_selectivity(scan, files),
         TableSource::Memory(table) => {
-            let measure =
-                || super::sample_filter::memory_scan_selectivity(scan, table, selectivity);
-            table.scan_selectivity(scan.projection.as_deref(), &scan.filters, measure)
+            super::sample_filter::memory_scan_selectivity(scan, table, selectivity)
         }
-    }
+    };
+    let remembered = scan.source.scan_selectivities();
+    remembered.get(scan.projection.as_deref(), &scan.filters, measure)
 }
 
 /// [`scan_selectivity`] of a scan of CSV files.

@@ -24,7 +24,7 @@ pub struct MemTable {
     /// asks for the same few many times while it orders joins).
     fractions: Mutex<Vec<Measured>>,
     /// Whole scans' estimated selectivities.
-    scans: ScanSelectivities,
+    pub(crate) scans: ScanSelectivities,
 }
 
 /// A filter's measured fraction: the column, its conjuncts, the fraction (if measurable).
@@ -100,17 +100,6 @@ impl MemTable {
         let exprs = conjuncts.iter().map(|&c| c.clone()).collect();
         remember(&self.fractions, (col, exprs, fraction));
         fraction
-    }
-
-    /// The selectivity of a scan of this table with `projection` and `filters`, as `estimate`
-    /// gives it the first time; remembered.
-    pub fn scan_selectivity(
-        &self,
-        projection: Option<&[usize]>,
-        filters: &[Expr],
-        estimate: impl FnOnce() -> f64,
-    ) -> f64 {
-        self.scans.get(projection, filters, estimate)
     }
 
     fn sample(&self) -> &Sample {

@@ -13,7 +13,7 @@ use morsel_storage::SchemaRef;
 
 pub use builder::PlanBuilder;
 pub use mem_table::MemTable;
-use remembered::ScanSelectivities;
+pub(crate) use remembered::ScanSelectivities;
 
 use crate::expr::{Expr, SortExpr};
 use crate::schema::{PlanField, PlanSchema};
@@ -50,17 +50,6 @@ impl CsvFiles {
         })
     }
 
-    /// The selectivity of a scan with `projection` and `filters`, as `estimate` gives it
-    /// the first time; remembered.
-    pub fn scan_selectivity(
-        &self,
-        projection: Option<&[usize]>,
-        filters: &[Expr],
-        estimate: impl FnOnce() -> f64,
-    ) -> f64 {
-        self.selectivities.get(projection, filters, estimate)
-    }
-
     pub fn readers(&self) -> &[CsvReader] {
         &self.readers
     }
@@ -94,6 +83,15 @@ impl TableSource {
         match self {
             TableSource::Csv(r) => r.schema(),
             TableSource::Memory(m) => &m.schema,
+        }
+    }
+
+    /// The selectivities of scans over this source the planner estimated (it asks for each
+    /// many times while it orders joins).
+    pub(crate) fn scan_selectivities(&self) -> &ScanSelectivities {
+        match self {
+            TableSource::Csv(r) => &r.selectivities,
+            TableSource::Memory(m) => &m.scans,
         }
     }
 }
