@@ -47,6 +47,21 @@ impl MemorySource {
             cursor: AtomicUsize::new(0),
         }
     }
+
+    /// A morsel per non-empty batch, whatever its rows: for batches that each hold whole
+    /// groups of the aggregate reading them (an aggregate's partitions).
+    pub fn batch_per_morsel(name: impl Into<String>, batches: Arc<Vec<Batch>>) -> Self {
+        let morsels = (batches.iter().enumerate())
+            .filter(|(_, batch)| batch.num_rows() > 0)
+            .map(|(b, batch)| (b, 0, batch.num_rows()))
+            .collect();
+        Self {
+            name: name.into(),
+            batches,
+            morsels,
+            cursor: AtomicUsize::new(0),
+        }
+    }
 }
 
 impl Source for MemorySource {

@@ -34,7 +34,7 @@ use super::keys::{
 use super::pending_rows::{LocalIds, PendingRows};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
-use crate::scheduler::Sink;
+use crate::scheduler::{parallel_map, Sink};
 
 /// One aggregate call: function, compiled argument (none for `count(*)`) and its type.
 pub struct AggSpec {
@@ -56,6 +56,14 @@ pub struct AggregateSink {
     /// Groups merged by partition are put back in first-seen order; without, they stay in
     /// partition order (for an aggregate whose output order nothing observes).
     pub keep_order: bool,
+    /// The group keys whose values alone choose a group's hash partition (`None`: all of
+    /// them): an aggregate above that groups by those keys then reads each partition's
+    /// batch as whole groups of its own.
+    pub partition_keys: Option<Vec<bool>>,
+    /// Each input morsel holds whole groups (it is one partition of an aggregate below,
+    /// partitioned by this one's keys): a group table per morsel, never scattered, and the
+    /// tables' groups handed on in morsel order, which is first-seen order, with no merge.
+    pub whole_groups: bool,
 }
 
 /// The partitioned merge runs when the partials hold at least this many groups in all, and
@@ -333,6 +341,17 @@ fn many_groups(keys: &BatchKeys) -> Grouping {
     }
 }
 
+/// A morsel of whole groups is grouped in a table whatever its keys (sized as
+/// [`many_groups`] estimates): nothing is left to merge across morsels.
+fn in_a_table(keys: &BatchKeys) -> Grouping {
+    match many_groups(keys) {
+        Grouping::Table { groups } => Grouping::Table { groups },
+        Grouping::Scatter { min_groups } | Grouping::Pending { min_groups } => {
+            Grouping::Table { groups: min_groups }
+        }
+    }
+}
+
 /// The distinct keys expected in a batch of `rows` rows whose first `seen` rows hold
 /// `distinct` (and the first half of those `half`): the rows still to come, in windows of
 /// `seen / 2`, bring new keys at the second half's rate, changed from window to window as
@@ -475,6 +494,24 @@ impl Sink for AggregateSink {
                 }
             )
         }];
+        if let Some(keep) = &self.partition_keys {
+            let keys: Vec<String> = (keep.iter().enumerate())
+                .filter(|(_, &k)| k)
+                .map(|(i, _)| format!("{}", i + 1))
+                .collect();
+            d.push(format!(
+                "partitions by the hash of key(s) {} alone: each partition holds whole groups \
+                 of the aggregate above",
+                keys.join(", ")
+            ));
+        }
+        if self.whole_groups {
+            d.push(
+                "each morsel is a partition of the aggregate below, holding whole groups: a \
+                 group table per morsel, handed on in morsel order with no merge"
+                    .into(),
+            );
+        }
         d.extend(crate::physical::fused_details(
             self.group
                 .iter()
@@ -507,7 +544,10 @@ impl Sink for AggregateSink {
         if self.group.is_empty() {
             return self.consume_global(&batches).map(Partial::Global);
         }
-        self.consume_grouped(&batches, many_groups)
+        match self.whole_groups {
+            true => self.consume_grouped(&batches, in_a_table),
+            false => self.consume_grouped(&batches, many_groups),
+        }
     }
 
     fn partial_details(&self, partials: &[Partial]) -> Vec<String> {
@@ -534,6 +574,9 @@ impl Sink for AggregateSink {
     fn finish(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
         if self.group.is_empty() {
             return self.merge_global(partials);
+        }
+        if self.whole_groups {
+            return self.concat_tables(partials);
         }
         let groups: usize = partials.iter().map(Partial::table_groups).sum();
         if self.ranges_apart(&partials) {
@@ -637,7 +680,9 @@ impl AggregateSink {
                     ))
                 }
                 (Partial::Table(t), _) => t.update(&keys, &args)?,
-                (Partial::Rows(r), _) => r.push_batch(keys, &args)?,
+                (Partial::Rows(r), _) => {
+                    r.push_batch(keys, &args, |key, hash| self.partition_of(key, hash))?
+                }
                 (Partial::Pending(r), _) => r.push(keys, args),
                 (Partial::Global(_), _) => {
                     return Err(ExecError::Internal(
@@ -730,6 +775,33 @@ impl AggregateSink {
         let columns = self.output(global.keys.keys(), global.accs)?;
         Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
     }
+
+    /// The tables of morsels that hold whole groups ([`Self::whole_groups`]), each output
+    /// as it is, on the workers, in morsel order: no group is in two tables, so this is
+    /// first-seen order, and each group's states saw its rows in input order.
+    fn concat_tables(&self, partials: Vec<Partial>) -> ExecResult<Vec<Batch>> {
+        let outputs = parallel_map(self.threads, partials, |_, p| match p {
+            Partial::Table(t) if t.keys.is_empty() => Ok(Vec::new()),
+            Partial::Table(t) => {
+                let groups = t.keys.len();
+                let columns = self.output(t.keys.keys(), t.accs)?;
+                Ok(vec![Batch::try_new(self.schema.clone(), columns, groups)?])
+            }
+            Partial::Ints(t) if t.len() == 0 => Ok(Vec::new()),
+            Partial::Ints(t) => self.int_table_output(t),
+            Partial::Rows(_) | Partial::Pending(_) | Partial::Global(_) => Err(
+                ExecError::Internal("a morsel of whole groups was not grouped in a table".into()),
+            ),
+        });
+        let mut batches = Vec::new();
+        for out in outputs {
+            batches.extend(out?);
+        }
+        if batches.is_empty() {
+            batches.push(Batch::empty(self.schema.clone()));
+        }
+        Ok(batches)
+    }
 }
 
 #[cfg(test)]
@@ -793,6 +865,8 @@ mod tests {
             schema: Arc::new(Schema::new(fields)),
             threads,
             keep_order: true,
+            partition_keys: None,
+            whole_groups: false,
         }
     }
 
@@ -884,6 +958,91 @@ mod tests {
             BatchKeys::Str(col) => encoded(&[Column::Utf8((*col).clone())]),
             BatchKeys::Columns(cols) => encoded(cols),
             BatchKeys::Encoded(k, hashes) => distinct(k, hashes.len()),
+        }
+    }
+
+    /// An aggregate by `(k, s)` partitioned by `s` alone hands out batches that each hold
+    /// whole groups of `s` (morsels grouped in tables and scattered alike), with the groups
+    /// and bits of the partitioned merge by both keys; an aggregate by `s` over them, a
+    /// batch per morsel and no merge, equals one that merges, in first-seen order.
+    #[test]
+    fn aggregate_partitioned_by_some_keys_hands_whole_groups_above() {
+        let input = morsels();
+        let below = |threads: usize, partition_keys: Option<Vec<bool>>| {
+            let mut s = sink(threads, &[0, 1]);
+            s.keep_order = false;
+            s.partition_keys = partition_keys;
+            let partials = (input.iter().enumerate())
+                .map(|(i, m)| match i % 2 {
+                    0 => s.consume_grouped(m, TABLE).unwrap(),
+                    _ => s.consume_grouped(m, SCATTER).unwrap(),
+                })
+                .collect();
+            s.merge_partitioned(partials).unwrap()
+        };
+        let mut by_both = rows(&below(1, None));
+        by_both.sort();
+        let above = |whole_groups: bool| {
+            let fields = vec![
+                Field::new("s", DataType::Utf8, true),
+                Field::new("n", DataType::Int64, true),
+                Field::new("total", DataType::Int64, true),
+            ];
+            AggregateSink {
+                group: vec![PhysExpr::Column(1)],
+                key_types: vec![DataType::Utf8],
+                aggs: vec![
+                    AggSpec {
+                        func: AggFunc::CountStar,
+                        arg: None,
+                        arg_type: DataType::Int64,
+                        distinct: false,
+                        constant: None,
+                    },
+                    AggSpec {
+                        func: AggFunc::Sum,
+                        arg: Some(PhysExpr::Column(2)),
+                        arg_type: DataType::Int64,
+                        distinct: false,
+                        constant: None,
+                    },
+                ],
+                schema: Arc::new(Schema::new(fields)),
+                threads: 2,
+                keep_order: true,
+                partition_keys: None,
+                whole_groups,
+            }
+        };
+        let mut expect = None;
+        for threads in [1, 2, 8] {
+            let batches = below(threads, Some(vec![false, true]));
+            assert!(batches.len() > 2, "{} partitions", batches.len());
+            let mut got = rows(&batches);
+            got.sort();
+            assert_eq!(got, by_both, "{threads} threads");
+            // No value of `s` in two batches.
+            let mut seen = std::collections::HashMap::new();
+            for (b, batch) in batches.iter().enumerate() {
+                for r in 0..batch.num_rows() {
+                    let s = batch.column(1).scalar_at(r);
+                    assert_eq!(*seen.entry(format!("{s:?}")).or_insert(b), b, "{s:?}");
+                }
+            }
+            let grouped = |sink: &AggregateSink| {
+                let partials = (batches.iter().enumerate())
+                    .map(|(i, b)| sink.consume(i as u64, vec![b.clone()]).unwrap())
+                    .collect();
+                rows(&sink.finish(partials).unwrap())
+            };
+            let whole = grouped(&above(true));
+            assert_eq!(whole, grouped(&above(false)), "{threads} threads");
+            assert_eq!(whole.len(), 6, "five words and NULL");
+            assert_eq!(
+                *expect.get_or_insert(whole.clone()),
+                whole,
+                "{threads} threads"
+            );
         }
     }
 

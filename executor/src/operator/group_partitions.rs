@@ -27,7 +27,7 @@ use super::aggregate::{
     encode_with_hashes, merge_accs, AggregateSink, BatchKeys, GroupTable, Partial,
 };
 use super::group_ids::intern_int;
-use super::keys::{encode_int, for_each_int, hash_key, KeyList, RowKeys};
+use super::keys::{encode_int, for_each_int, hash_fields, hash_key, KeyList, RowKeys};
 use super::pending_rows::{LocalIds, PendingRows};
 use crate::error::{ExecError, ExecResult};
 use crate::scheduler::parallel_map;
@@ -131,8 +131,14 @@ impl ScatteredRows {
         self.batches.iter().map(batch).sum()
     }
 
-    /// Orders one batch's rows by partition: `args` are each aggregate's argument.
-    pub fn push_batch(&mut self, keys: BatchKeys, args: &[Option<Column>]) -> ExecResult<()> {
+    /// Orders one batch's rows by partition (`part_of` an encoded key and its hash):
+    /// `args` are each aggregate's argument.
+    pub fn push_batch(
+        &mut self,
+        keys: BatchKeys,
+        args: &[Option<Column>],
+        part_of: impl Fn(&[u8], u64) -> usize,
+    ) -> ExecResult<()> {
         let base = u32::try_from(self.rows)
             .map_err(|_| ExecError::Internal("a morsel of more than 2^32 rows".into()))?;
         // Integer keys are read out by value once; every row's partition comes from the hash
@@ -154,7 +160,11 @@ impl ScatteredRows {
             }
         };
         let parts: Vec<u8> = match &keys {
-            Read::Encoded(_, hashes) => hashes.iter().map(|&h| partition(h) as u8).collect(),
+            Read::Encoded(keys, hashes) => hashes
+                .iter()
+                .enumerate()
+                .map(|(i, &h)| part_of(keys.key(i), h) as u8)
+                .collect(),
             Read::Int(ty, values) => values
                 .iter()
                 .map(|&v| partition(hash_key(encode_int(v, *ty, &mut [0u8; 9]))) as u8)
@@ -313,7 +323,8 @@ impl AggregateSink {
                 Unit::Rows(morsel, rows) => Dealt::Rows(morsel, rows),
                 Unit::Pending(morsel, pending) if pending.never_by_lanes() => {
                     let mut rows = ScatteredRows::new();
-                    pending.drain(|keys, args| rows.push_batch(keys, args))?;
+                    let part_of = |key: &[u8], hash| self.partition_of(key, hash);
+                    pending.drain(|keys, args| rows.push_batch(keys, args, part_of))?;
                     Dealt::Rows(morsel, rows)
                 }
                 Unit::Pending(morsel, pending) => {
@@ -404,6 +415,15 @@ impl AggregateSink {
         Ok(vec![Batch::try_new(self.schema.clone(), columns, rows)?])
     }
 
+    /// The partition of a group with encoded key `key` and key hash `hash`: by the hash of
+    /// the keys [`AggregateSink::partition_keys`] names where it names some.
+    pub(super) fn partition_of(&self, key: &[u8], hash: u64) -> usize {
+        match &self.partition_keys {
+            None => partition(hash),
+            Some(keep) => partition(hash_fields(key, &self.key_types, keep)),
+        }
+    }
+
     /// Deals the groups of a run of tables (the first being partial number `first`) into
     /// partitions, copying their keys (encoded here for tables held by value) and moving
     /// their states.
@@ -431,7 +451,7 @@ impl AggregateSink {
             };
             ids.iter_mut().for_each(Vec::clear);
             for g in 0..t.keys.len() {
-                ids[partition(t.keys.hash(g))].push(g as u32);
+                ids[self.partition_of(t.keys.key(g), t.keys.hash(g))].push(g as u32);
             }
             for (piece, ids) in pieces.iter_mut().zip(&ids) {
                 for &g in ids {

@@ -226,6 +226,11 @@ impl AggregateSink {
     }
 
     /// The output batch of merged groups of integer keys `values`.
+    /// One table's groups, as they are (see [`AggregateSink::whole_groups`]).
+    pub(super) fn int_table_output(&self, t: IntTable) -> ExecResult<Vec<Batch>> {
+        self.int_output(t.values, t.accs)
+    }
+
     fn int_output(
         &self,
         values: Vec<Option<i64>>,

@@ -6,7 +6,7 @@
 //! key), one byte for booleans, a u32 length and the bytes for strings. Equal keys have equal
 //! bytes, so grouping and joining compare plain byte strings.
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -199,6 +199,34 @@ pub fn encode_str(v: Option<&[u8]>, out: &mut Vec<u8>) {
             out.extend_from_slice(b);
         }
     }
+}
+
+/// The hash of some of an encoded key's fields: the key holds one field per column of
+/// `types` (as [`RowKeys::encode`] writes them), and the fields at `keep` are hashed, in
+/// order. Keys equal in those columns hash equal, whatever their other fields hold.
+pub fn hash_fields(key: &[u8], types: &[DataType], keep: &[bool]) -> u64 {
+    let mut hasher = HASHER.build_hasher();
+    let mut rest = key;
+    for (&ty, &kept) in types.iter().zip(keep) {
+        let len = match (rest.first(), ty) {
+            (None | Some(0), _) | (Some(_), DataType::Null) => 1,
+            (Some(_), DataType::Utf8) => {
+                let n = rest
+                    .get(1..5)
+                    .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+                5 + n
+            }
+            (Some(_), DataType::Boolean) => 2,
+            (Some(_), DataType::Int32 | DataType::Date32) => 5,
+            (Some(_), DataType::Int64 | DataType::Timestamp | DataType::Float64) => 9,
+        };
+        let (field, tail) = rest.split_at(len.min(rest.len()));
+        if kept {
+            hasher.write(field);
+        }
+        rest = tail;
+    }
+    hasher.finish()
 }
 
 /// The bytes of a string from its encoded key (see [`encode_str`]).

@@ -6,6 +6,7 @@
 //! of the next pipeline. The plan is thus executed bottom-up, one pipeline at a time, each
 //! pipeline spread over all workers morsel by morsel.
 
+mod aggregate;
 mod filter_order;
 mod join;
 mod order;
@@ -474,37 +475,7 @@ fn build_with(plan: &LogicalPlan, ctx: &ExecContext, keys: Option<JoinKeys>) -> 
             pipe.schema = schema.clone();
             pipe
         }
-        LogicalPlan::Aggregate {
-            input,
-            group,
-            aggs,
-            schema,
-        } => {
-            let in_schema = input.schema();
-            let sink = AggregateSink {
-                group: group
-                    .iter()
-                    .map(|e| phys(ctx, e, in_schema))
-                    .collect::<ExecResult<_>>()?,
-                key_types: group
-                    .iter()
-                    .map(|e| e.data_type(in_schema))
-                    .collect::<Result<_, _>>()?,
-                aggs: aggs
-                    .iter()
-                    .map(|a| agg_spec(ctx, a, in_schema))
-                    .collect::<ExecResult<_>>()?,
-                schema: storage_schema(schema),
-                threads: ctx.threads,
-                keep_order: keeps_order(ctx, plan),
-            };
-            let run = || build(input, ctx)?.run(ctx, &sink, Some(input));
-            // An aggregate the query holds more than once runs once.
-            match ctx.shared.read(plan, run) {
-                Some(batches) => materialized_arc("shared aggregate", batches?, schema, plan),
-                None => materialized("aggregate", run()?, schema, plan),
-            }
-        }
+        LogicalPlan::Aggregate { .. } => aggregate::aggregate_pipe(ctx, plan, None)?,
         LogicalPlan::Distinct { input } => {
             let in_schema = input.schema();
             let sink = AggregateSink {
@@ -514,6 +485,8 @@ fn build_with(plan: &LogicalPlan, ctx: &ExecContext, keys: Option<JoinKeys>) -> 
                 schema: storage_schema(in_schema),
                 threads: ctx.threads,
                 keep_order: keeps_order(ctx, plan),
+                partition_keys: None,
+                whole_groups: false,
             };
             let out = build(input, ctx)?.run(ctx, &sink, Some(input))?;
             materialized("distinct", out, in_schema, plan)

@@ -91,7 +91,7 @@ fn order_sensitive(a: &Expr, schema: &PlanSchema) -> bool {
 }
 
 /// The input column a plain column reference names.
-fn column_index(e: &Expr, schema: &PlanSchema) -> Option<usize> {
+pub fn column_index(e: &Expr, schema: &PlanSchema) -> Option<usize> {
     match e.clone().unalias() {
         Expr::Column(c) => schema.position(&c),
         _ => None,
