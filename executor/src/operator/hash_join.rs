@@ -43,6 +43,10 @@ const PREFETCH_MIN_MAP_BYTES: usize = 1 << 20;
 /// [`JoinTable::sparse_hits`]) where at most one in this many of its first rows may.
 const SPARSE_HITS: usize = 4;
 
+/// Listed rows are tested by reading their whole span of the key column where at least
+/// one in this many of the span's rows is listed, else at the listed rows alone.
+const DENSE_LISTED: usize = 4;
+
 /// `$body` with `$has` bound to the table's cheap test of integer keys (one expansion per
 /// kind of index, so the test inlines into the loop): `Some` of its value, or `None` where
 /// the table has no such test.
@@ -255,9 +259,22 @@ impl JoinTable {
         if !bits.retain_listed(col, &mut head) || head.len() * SPARSE_HITS > listed {
             return None;
         }
-        let mut hits = rows.to_vec();
-        bits.retain_listed(col, &mut hits);
-        Some(hits)
+        let (lo, hi) = rows
+            .iter()
+            .fold((u32::MAX, 0), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        let span = (hi - lo) as usize + 1;
+        if rows.len() * DENSE_LISTED < span {
+            let mut hits = rows.to_vec();
+            bits.retain_listed(col, &mut hits);
+            return Some(hits);
+        }
+        // Most rows of their span listed: the span tested whole, its values read in order,
+        // is cheaper than gathering the listed ones (lineitem's order keys after Q3's date
+        // filter, 54% listed: 5.2 ns a listed row gathered).
+        let mask = bits.column_mask(&col.slice(lo as usize, span))?;
+        let valid = col.validity();
+        let hit = |r: u32| mask.get((r - lo) as usize) || valid.is_some_and(|m| !m.get(r as usize));
+        Some(rows.iter().copied().filter(|&r| hit(r)).collect())
     }
 
     /// Whether the cheap test reads only the first of several key columns (see
@@ -1658,28 +1675,36 @@ mod tests {
                     assert_eq!(got, nested_loop(&build, &probe), "spread {spread}");
                     let nulls: Vec<bool> = probe.iter().map(Option::is_none).collect();
                     assert_eq!(c.null_key, nulls, "spread {spread}");
-                    // A selection of the rows: probed at those that may match.
-                    let listed: Vec<u32> = (0..probe.len() as u32).filter(|i| i % 3 != 1).collect();
-                    assert_eq!(
-                        table.sparse_listed(&col, &listed).is_some(),
-                        !dense_head,
-                        "spread {spread}"
-                    );
-                    let c = table
-                        .candidates(
-                            std::slice::from_ref(&col),
-                            probe.len(),
-                            Some(&listed),
-                            vec![],
-                            vec![],
-                        )
-                        .unwrap();
-                    let got: Vec<(u32, u32)> = c.probe.into_iter().zip(c.build).collect();
-                    let want: Vec<(u32, u32)> = nested_loop(&build, &probe)
-                        .into_iter()
-                        .filter(|(i, _)| i % 3 != 1)
-                        .collect();
-                    assert_eq!(got, want, "spread {spread}, listed");
+                    // A selection of the rows, most of their span (its keys read whole)
+                    // or few of it (read at the rows): probed at those that may match.
+                    for every in [3, 7] {
+                        let listed: Vec<u32> = (0..probe.len() as u32)
+                            .filter(|i| (every == 3) == (i % every != 1))
+                            .collect();
+                        // (Every seventh row reads past the dense head: no claim.)
+                        if every == 3 {
+                            assert_eq!(
+                                table.sparse_listed(&col, &listed).is_some(),
+                                !dense_head,
+                                "spread {spread}"
+                            );
+                        }
+                        let c = table
+                            .candidates(
+                                std::slice::from_ref(&col),
+                                probe.len(),
+                                Some(&listed),
+                                vec![],
+                                vec![],
+                            )
+                            .unwrap();
+                        let got: Vec<(u32, u32)> = c.probe.into_iter().zip(c.build).collect();
+                        let want: Vec<(u32, u32)> = nested_loop(&build, &probe)
+                            .into_iter()
+                            .filter(|(i, _)| listed.contains(i))
+                            .collect();
+                        assert_eq!(got, want, "spread {spread}, every {every}");
+                    }
                 }
             }
         }
