@@ -3,6 +3,7 @@
 
 use crate::bitmap::{Bitmap, ValidityBuilder};
 use crate::buffer::Buffer;
+use crate::cache_hint::prefetch;
 use crate::error::{StorageError, StorageResult};
 
 #[derive(Clone, Debug)]
@@ -193,6 +194,8 @@ impl Utf8Column {
         const BLOCK: usize = 16;
         /// ...when it spans at most this many.
         const BLOCKS_MOST: usize = 8;
+        /// Values hinted to the cache this many rows ahead of the copy.
+        const VALUES_AHEAD: usize = 8;
         let o = self.offsets();
         let len = |i: u32| {
             if i == u32::MAX {
@@ -209,6 +212,14 @@ impl Utf8Column {
         // A run of consecutive rows (most of what a filter keeps) is one copy of its bytes.
         let mut k = 0;
         while k < indices.len() {
+            // The value some rows ahead hinted to the cache (its offsets were read by the
+            // sizing pass above): values at random rows, as a join gathers from its build
+            // side, are each a miss that a copy would otherwise wait for in turn.
+            if let Some(&ahead) = indices.get(k + VALUES_AHEAD) {
+                if let Some(byte) = o.get(ahead as usize).and_then(|&at| src.get(at as usize)) {
+                    prefetch(byte);
+                }
+            }
             let first = indices[k];
             if first == u32::MAX {
                 offsets.push(data.len() as i64);
