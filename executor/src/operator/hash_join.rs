@@ -942,40 +942,28 @@ impl HashProbeOp {
         let Some(key_columns) = key_columns else {
             return self.probe_rows_of(joined.gather(&batch)?, None);
         };
-        let n = joined.num_rows();
-        let found = match self.first_key_hits(&batch, &joined, &key_columns) {
-            // Only the matches whose first key a build row has: the other keys are read at
-            // them alone, and the pairs' positions among them mapped back.
+        // Where few matches may find their first key, the other keys are read at those
+        // alone (`at`), and the pairs' positions among them mapped back.
+        let (cols, at) = match self.first_key_hits(&batch, &joined, &key_columns) {
             Some((first, at)) => {
                 let mut cols = vec![first];
                 for &c in &key_columns[1..] {
                     cols.push(joined.column_at_positions(&batch, c, &at));
                 }
-                let m = at.len();
-                let mut found = self.table.candidates(
-                    &cols,
-                    m,
-                    None,
-                    Vec::with_capacity(m),
-                    Vec::with_capacity(m),
-                )?;
-                found.probe.iter_mut().for_each(|i| *i = at[*i as usize]);
-                found
+                (cols, Some(at))
             }
             None => {
-                let cols: Vec<Column> = key_columns
-                    .iter()
-                    .map(|&c| joined.column(&batch, c))
-                    .collect();
-                self.table.candidates(
-                    &cols,
-                    n,
-                    None,
-                    Vec::with_capacity(n),
-                    Vec::with_capacity(n),
-                )?
+                let cols = key_columns.iter().map(|&c| joined.column(&batch, c));
+                (cols.collect(), None)
             }
         };
+        let n = at.as_ref().map_or(joined.num_rows(), Vec::len);
+        let mut found =
+            self.table
+                .candidates(&cols, n, None, Vec::with_capacity(n), Vec::with_capacity(n))?;
+        if let Some(at) = &at {
+            found.probe.iter_mut().for_each(|i| *i = at[*i as usize]);
+        }
         // The pairs' probe rows are positions among the matches so far; the condition over
         // the pair reads its columns of them at those positions.
         let (probe, build) = match self.filter.as_ref().filter(|_| !found.probe.is_empty()) {
