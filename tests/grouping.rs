@@ -94,15 +94,18 @@ fn run(t: &Table, threads: usize) -> (Vec<Vec<ScalarValue>>, String) {
     let s = Session::with_threads(threads);
     t.register(&s);
     let rows = s.execute(QUERY).unwrap().rows();
-    let explain = s
-        .execute(&format!("EXPLAIN ANALYZE {QUERY}"))
+    (rows, explain_analyze(&s, QUERY))
+}
+
+/// EXPLAIN ANALYZE's text for `query`.
+fn explain_analyze(s: &Session, query: &str) -> String {
+    s.execute(&format!("EXPLAIN ANALYZE {query}"))
         .unwrap()
         .rows()
         .iter()
         .map(|r| r[0].to_string())
         .collect::<Vec<_>>()
-        .join("\n");
-    (rows, explain)
+        .join("\n")
 }
 
 /// Checks the rows against the oracle: the groups in first-seen order, the integer states
@@ -251,14 +254,7 @@ fn distinct_counts_group_each_partition_of_the_distinct_rows_on_its_own() {
             let want: HashMap<Key, i64> = want.iter().map(|(k, f)| (*k, f.len() as i64)).collect();
             assert!(got == want, "{query}, {threads} threads");
             assert_eq!(&rows, first.get_or_insert(rows.clone()), "{query}");
-            let explain = s
-                .execute(&format!("EXPLAIN ANALYZE {query}"))
-                .unwrap()
-                .rows()
-                .iter()
-                .map(|r| r[0].to_string())
-                .collect::<Vec<_>>()
-                .join("\n");
+            let explain = explain_analyze(&s, query);
             assert!(explain.contains("Read aggregate partitions"), "{explain}");
             assert!(explain.contains("each morsel is a partition"), "{explain}");
         }

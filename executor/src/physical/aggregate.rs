@@ -14,7 +14,9 @@ use std::sync::Arc;
 use morsel_planner::{Expr, LogicalPlan, PlanSchema};
 
 use super::order::column_index;
-use super::{agg_spec, build, keeps_order, label, materialized_arc, phys, storage_schema, Pipe};
+use super::{
+    agg_spec, build, keeps_order, materialized_arc, phys, read_back, storage_schema, Pipe,
+};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::operator::aggregate::AggregateSink;
@@ -75,13 +77,9 @@ pub(super) fn aggregate_pipe(
     if partition_keys.is_none() {
         return Ok(materialized_arc(name, batches, schema, plan));
     }
-    Ok(Pipe {
-        source: Box::new(MemorySource::batch_per_morsel(name, batches.clone())),
-        ops: Vec::new(),
-        labels: vec![label(format!("Read {name} partitions"), Some(plan))],
-        schema: schema.clone(),
-        materialized: Some(batches),
-    })
+    let source = MemorySource::batch_per_morsel(name, batches.clone());
+    let stage = format!("Read {name} partitions");
+    Ok(read_back(source, stage, batches, schema, plan))
 }
 
 /// Where aggregate `input` can hand an aggregate grouping by `group` over it whole groups

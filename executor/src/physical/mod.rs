@@ -212,10 +212,23 @@ fn materialized_arc(
     schema: &PlanSchema,
     node: &LogicalPlan,
 ) -> Pipe {
+    let source = MemorySource::new(name, batches.clone());
+    read_back(source, format!("Read {name} result"), batches, schema, node)
+}
+
+/// A pipeline whose `source` reads `batches`, the materialized output of plan node `node`,
+/// as stage `stage`.
+fn read_back(
+    source: MemorySource,
+    stage: String,
+    batches: Arc<Vec<Batch>>,
+    schema: &PlanSchema,
+    node: &LogicalPlan,
+) -> Pipe {
     Pipe {
-        source: Box::new(MemorySource::new(name, batches.clone())),
+        source: Box::new(source),
         ops: Vec::new(),
-        labels: vec![label(format!("Read {name} result"), Some(node))],
+        labels: vec![label(stage, Some(node))],
         schema: schema.clone(),
         materialized: Some(batches),
     }
