@@ -567,32 +567,88 @@ impl Accumulator {
         if self.merge_more(other, mapping)? {
             return Ok(());
         }
-        match (self, other) {
-            (Accumulator::Count(a), Accumulator::Count(b)) => {
-                for (g, &v) in b.iter().enumerate() {
-                    a[mapping[g] as usize] += v;
+        let pairs = mapping.iter().enumerate().map(|(g, &m)| (g, m as usize));
+        self.fold_pairs(other, pairs)
+    }
+
+    /// Folds each group `slots[i] + upper` into group `slots[i]`, as [`Self::merge`] folds
+    /// one state's group into another's, and leaves the upper one fresh: a state twice as
+    /// long holds a morsel's fresh states above the merge's, at the same offsets. For the
+    /// states that take one row straight in ([`Self::one_row_folds_exactly`]).
+    pub fn fold_upper(&mut self, upper: usize, slots: &[u32]) -> ExecResult<()> {
+        let slots = slots.iter().map(|&s| s as usize);
+        match self {
+            Accumulator::Count(c) => {
+                let (lo, hi) = c.split_at_mut(upper);
+                slots.for_each(|s| lo[s] += std::mem::take(&mut hi[s]));
+            }
+            Accumulator::SumInt { sums, seen } => {
+                let ((lo, hi), (lo_seen, hi_seen)) =
+                    (sums.split_at_mut(upper), seen.split_at_mut(upper));
+                for s in slots {
+                    let (sum, n) = (std::mem::take(&mut hi[s]), std::mem::take(&mut hi_seen[s]));
+                    fold_int_sum(&mut lo[s], &mut lo_seen[s], sum, n)?;
                 }
             }
+            Accumulator::SumFloat { sums, seen } => {
+                let ((lo, hi), (lo_seen, hi_seen)) =
+                    (sums.split_at_mut(upper), seen.split_at_mut(upper));
+                for s in slots {
+                    let (sum, n) = (std::mem::take(&mut hi[s]), std::mem::take(&mut hi_seen[s]));
+                    fold_float_sum(&mut lo[s], &mut lo_seen[s], sum, n);
+                }
+            }
+            Accumulator::AvgInt { sums, counts } => {
+                let ((lo, hi), (lo_n, hi_n)) =
+                    (sums.split_at_mut(upper), counts.split_at_mut(upper));
+                for s in slots {
+                    lo[s] += std::mem::take(&mut hi[s]);
+                    lo_n[s] += std::mem::take(&mut hi_n[s]);
+                }
+            }
+            Accumulator::AvgFloat { sums, counts } => {
+                let ((lo, hi), (lo_n, hi_n)) =
+                    (sums.split_at_mut(upper), counts.split_at_mut(upper));
+                for s in slots {
+                    let (sum, n) = (std::mem::take(&mut hi[s]), std::mem::take(&mut hi_n[s]));
+                    fold_float_avg(&mut lo[s], &mut lo_n[s], sum, n);
+                }
+            }
+            Accumulator::Extreme { min, values, .. } => {
+                let (lo, hi) = values.split_at_mut(upper);
+                slots.for_each(|s| fold_extreme(*min, &mut lo[s], hi[s].take()));
+            }
+            _ => {
+                return Err(ExecError::Internal(
+                    "folding the upper groups of a state that holds values".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds `other`'s group `g` into this state's group `m` for each `(g, m)`: the states
+    /// [`Self::merge_more`] does not take.
+    fn fold_pairs(
+        &mut self,
+        other: &mut Accumulator,
+        pairs: impl Iterator<Item = (usize, usize)>,
+    ) -> ExecResult<()> {
+        match (self, other) {
+            (Accumulator::Count(a), Accumulator::Count(b)) => {
+                pairs.for_each(|(g, m)| a[m] += b[g]);
+            }
             (Accumulator::SumInt { sums, seen }, Accumulator::SumInt { sums: s2, seen: n2 }) => {
-                for g in 0..s2.len() {
-                    let m = mapping[g] as usize;
-                    sums[m] = sums[m].checked_add(s2[g]).ok_or(ExecError::Overflow {
-                        op: "sum()",
-                        ty: DataType::Int64,
-                    })?;
-                    seen[m] |= n2[g];
+                for (g, m) in pairs {
+                    fold_int_sum(&mut sums[m], &mut seen[m], s2[g], n2[g])?;
                 }
             }
             (
                 Accumulator::SumFloat { sums, seen },
                 Accumulator::SumFloat { sums: s2, seen: n2 },
             ) => {
-                for g in 0..s2.len() {
-                    let m = mapping[g] as usize;
-                    if n2[g] {
-                        sums[m] += s2[g];
-                        seen[m] = true;
-                    }
+                for (g, m) in pairs {
+                    fold_float_sum(&mut sums[m], &mut seen[m], s2[g], n2[g]);
                 }
             }
             (
@@ -602,8 +658,7 @@ impl Accumulator {
                     counts: c2,
                 },
             ) => {
-                for g in 0..s2.len() {
-                    let m = mapping[g] as usize;
+                for (g, m) in pairs {
                     sums[m] += s2[g];
                     counts[m] += c2[g];
                 }
@@ -615,21 +670,13 @@ impl Accumulator {
                     counts: c2,
                 },
             ) => {
-                for g in 0..s2.len() {
-                    let m = mapping[g] as usize;
-                    if c2[g] > 0 {
-                        sums[m] += s2[g];
-                        counts[m] += c2[g];
-                    }
+                for (g, m) in pairs {
+                    fold_float_avg(&mut sums[m], &mut counts[m], s2[g], c2[g]);
                 }
             }
             (Accumulator::Extreme { min, values, .. }, Accumulator::Extreme { values: v2, .. }) => {
-                for (g, v) in v2.iter_mut().enumerate() {
-                    let Some(v) = v.take() else { continue };
-                    let slot = &mut values[mapping[g] as usize];
-                    if slot.as_ref().is_none_or(|cur| better(*min, &v, cur)) {
-                        *slot = Some(v);
-                    }
+                for (g, m) in pairs {
+                    fold_extreme(*min, &mut values[m], v2[g].take());
                 }
             }
             _ => {
@@ -682,6 +729,41 @@ impl Accumulator {
             }
             other => other.finish_more()?,
         })
+    }
+}
+
+/// Folds an integer sum's partial (`sum`, whether it saw a value) into a group's.
+fn fold_int_sum(into: &mut i64, seen: &mut bool, sum: i64, saw: bool) -> ExecResult<()> {
+    *into = into.checked_add(sum).ok_or(ExecError::Overflow {
+        op: "sum()",
+        ty: DataType::Int64,
+    })?;
+    *seen |= saw;
+    Ok(())
+}
+
+/// Folds a float sum's partial into a group's: only one that saw a value (a partial that
+/// saw none is 0.0 and would turn a -0.0 sum into 0.0).
+fn fold_float_sum(into: &mut f64, seen: &mut bool, sum: f64, saw: bool) {
+    if saw {
+        *into += sum;
+        *seen = true;
+    }
+}
+
+/// Folds a float average's partial (sum and count) into a group's, as [`fold_float_sum`].
+fn fold_float_avg(into: &mut f64, count: &mut i64, sum: f64, n: i64) {
+    if n > 0 {
+        *into += sum;
+        *count += n;
+    }
+}
+
+/// Folds a partial MIN (`min`) or MAX into a group's.
+fn fold_extreme(min: bool, into: &mut Option<ScalarValue>, v: Option<ScalarValue>) {
+    let Some(v) = v else { return };
+    if into.as_ref().is_none_or(|cur| better(min, &v, cur)) {
+        *into = Some(v);
     }
 }
 
@@ -828,6 +910,94 @@ mod tests {
         // Variances do not fold exactly.
         let moments = Accumulator::new(AggFunc::StddevSamp, DataType::Float64, false, None);
         assert!(!moments.unwrap().one_row_folds_exactly());
+    }
+
+    /// Folding a state's upper groups down (a morsel's fresh states held above the merge's)
+    /// gives the bits of merging separate states, for every state that folds so: signed
+    /// zeros, NaN, partials that saw no value and an integer sum that overflows included;
+    /// the groups folded are left fresh above, a group not listed is left where it is.
+    #[test]
+    fn folding_upper_groups_equals_merging_separate_states() {
+        let f = |v: &[Option<f64>]| Column::Float64(PrimitiveColumn::from_options(v.to_vec()));
+        let i = |v: &[Option<i64>]| Column::Int64(PrimitiveColumn::from_options(v.to_vec()));
+        // Rows of groups 0, 1, 2, 3, 0: before the morsel (the merge's states) and in it
+        // (its partial); group 3 is not folded.
+        let groups = [0u32, 1, 2, 3, 0];
+        let cases = [
+            (
+                f(&[Some(-0.0), None, None, Some(f64::NAN), Some(2.0)]),
+                f(&[Some(-0.0), None, Some(0.25), Some(1.0), Some(-3.0)]),
+            ),
+            (
+                i(&[Some(5), Some(i64::MAX - 9), None, Some(-4), Some(1)]),
+                i(&[Some(-5), Some(1), Some(2), None, Some(9)]),
+            ),
+            (
+                i(&[Some(5), Some(i64::MAX), None, Some(-4), Some(1)]),
+                i(&[Some(-5), Some(1), Some(2), None, Some(9)]),
+            ),
+        ];
+        let upper = 4;
+        for func in [
+            AggFunc::Sum,
+            AggFunc::Avg,
+            AggFunc::Min,
+            AggFunc::Max,
+            AggFunc::Count,
+            AggFunc::CountStar,
+        ] {
+            for (before, partial) in &cases {
+                let ty = before.data_type();
+                let new = |n: usize| {
+                    let mut acc = Accumulator::new(func, ty, false, None).unwrap();
+                    acc.resize(n);
+                    acc
+                };
+                let arg = |c: &Column| (func != AggFunc::CountStar).then(|| c.clone());
+                let mut held = new(2 * upper);
+                held.update(&groups, arg(before).as_ref()).unwrap();
+                let above: Vec<u32> = groups.iter().map(|&g| g + upper as u32).collect();
+                held.update(&above, arg(partial).as_ref()).unwrap();
+                let folded = held.fold_upper(upper, &[0, 1, 2]);
+                // The same rows in separate states, all but group 3's partial merged.
+                let mut merged = new(upper);
+                merged.update(&groups, arg(before).as_ref()).unwrap();
+                let rows = [0u32, 1, 2, 4];
+                let part: Vec<u32> = rows.iter().map(|&r| groups[r as usize]).collect();
+                let mut fresh = new(upper);
+                fresh
+                    .update_at(&part, &rows, arg(partial).as_ref())
+                    .unwrap();
+                let merge = merged.merge(&mut fresh, &[0, 1, 2, 3]);
+                assert_eq!(folded.is_err(), merge.is_err(), "{func:?} {ty:?}");
+                if folded.is_err() {
+                    continue;
+                }
+                let mut group_3 = new(upper);
+                group_3
+                    .update_at(&[3], &[3], arg(partial).as_ref())
+                    .unwrap();
+                let bits = |c: &Column, range: std::ops::Range<usize>| {
+                    range
+                        .map(|r| match c.scalar_at(r) {
+                            ScalarValue::Float64(x) => format!("{:x}", x.to_bits()),
+                            v => format!("{v:?}"),
+                        })
+                        .collect::<Vec<_>>()
+                };
+                let held = held.finish().unwrap();
+                let merged = merged.finish().unwrap();
+                let (group_3, empty) = (group_3.finish().unwrap(), new(upper).finish().unwrap());
+                assert_eq!(bits(&held, 0..4), bits(&merged, 0..4), "{func:?} {ty:?}");
+                assert_eq!(bits(&held, 4..7), bits(&empty, 0..3), "{func:?} {ty:?}");
+                assert_eq!(bits(&held, 7..8), bits(&group_3, 3..4), "{func:?} {ty:?}");
+            }
+        }
+        // States that hold values do not fold so.
+        let mut median = Accumulator::new(AggFunc::Median, DataType::Float64, false, None);
+        let median = median.as_mut().unwrap();
+        median.resize(2);
+        assert!(median.fold_upper(1, &[0]).is_err());
     }
 
     /// Rows read where they lie give the bits of the same rows gathered first, for every
