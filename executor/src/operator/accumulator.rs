@@ -583,36 +583,26 @@ impl Accumulator {
                 slots.for_each(|s| lo[s] += std::mem::take(&mut hi[s]));
             }
             Accumulator::SumInt { sums, seen } => {
-                let ((lo, hi), (lo_seen, hi_seen)) =
-                    (sums.split_at_mut(upper), seen.split_at_mut(upper));
-                for s in slots {
-                    let (sum, n) = (std::mem::take(&mut hi[s]), std::mem::take(&mut hi_seen[s]));
-                    fold_int_sum(&mut lo[s], &mut lo_seen[s], sum, n)?;
-                }
+                fold_halves((sums, seen), upper, slots, fold_int_sum)?
             }
             Accumulator::SumFloat { sums, seen } => {
-                let ((lo, hi), (lo_seen, hi_seen)) =
-                    (sums.split_at_mut(upper), seen.split_at_mut(upper));
-                for s in slots {
-                    let (sum, n) = (std::mem::take(&mut hi[s]), std::mem::take(&mut hi_seen[s]));
-                    fold_float_sum(&mut lo[s], &mut lo_seen[s], sum, n);
-                }
+                fold_halves((sums, seen), upper, slots, |into, seen, sum, saw| {
+                    fold_float_sum(into, seen, sum, saw);
+                    Ok(())
+                })?
             }
             Accumulator::AvgInt { sums, counts } => {
-                let ((lo, hi), (lo_n, hi_n)) =
-                    (sums.split_at_mut(upper), counts.split_at_mut(upper));
-                for s in slots {
-                    lo[s] += std::mem::take(&mut hi[s]);
-                    lo_n[s] += std::mem::take(&mut hi_n[s]);
-                }
+                fold_halves((sums, counts), upper, slots, |into, count, sum, n| {
+                    *into += sum;
+                    *count += n;
+                    Ok(())
+                })?
             }
             Accumulator::AvgFloat { sums, counts } => {
-                let ((lo, hi), (lo_n, hi_n)) =
-                    (sums.split_at_mut(upper), counts.split_at_mut(upper));
-                for s in slots {
-                    let (sum, n) = (std::mem::take(&mut hi[s]), std::mem::take(&mut hi_n[s]));
-                    fold_float_avg(&mut lo[s], &mut lo_n[s], sum, n);
-                }
+                fold_halves((sums, counts), upper, slots, |into, count, sum, n| {
+                    fold_float_avg(into, count, sum, n);
+                    Ok(())
+                })?
             }
             Accumulator::Extreme { min, values, .. } => {
                 let (lo, hi) = values.split_at_mut(upper);
@@ -730,6 +720,23 @@ impl Accumulator {
             other => other.finish_more()?,
         })
     }
+}
+
+/// Folds the upper groups `slots` of a state held in two arrays (each twice as long, see
+/// [`Accumulator::fold_upper`]) down with `fold(lower a, lower b, upper a, upper b)`,
+/// leaving the upper ones fresh (their defaults).
+fn fold_halves<A: Default, B: Default>(
+    (a, b): (&mut [A], &mut [B]),
+    upper: usize,
+    slots: impl Iterator<Item = usize>,
+    mut fold: impl FnMut(&mut A, &mut B, A, B) -> ExecResult<()>,
+) -> ExecResult<()> {
+    let ((lo_a, hi_a), (lo_b, hi_b)) = (a.split_at_mut(upper), b.split_at_mut(upper));
+    for s in slots {
+        let (x, y) = (std::mem::take(&mut hi_a[s]), std::mem::take(&mut hi_b[s]));
+        fold(&mut lo_a[s], &mut lo_b[s], x, y)?;
+    }
+    Ok(())
 }
 
 /// Folds an integer sum's partial (`sum`, whether it saw a value) into a group's.
