@@ -822,6 +822,23 @@ fn each_valid<T: NativeType>(groups: &[u32], x: &PrimitiveColumn<T>, mut f: impl
 mod tests {
     use super::*;
 
+    fn float_col(v: &[Option<f64>]) -> Column {
+        Column::Float64(PrimitiveColumn::from_options(v.to_vec()))
+    }
+
+    fn int_col(v: &[Option<i64>]) -> Column {
+        Column::Int64(PrimitiveColumn::from_options(v.to_vec()))
+    }
+
+    /// Rows `rows` of a finished state, floats by their bits.
+    fn bits(c: &Column, rows: std::ops::Range<usize>) -> Vec<String> {
+        rows.map(|r| match c.scalar_at(r) {
+            ScalarValue::Float64(x) => format!("{:x}", x.to_bits()),
+            v => format!("{v:?}"),
+        })
+        .collect()
+    }
+
     /// For every state that says so, one row added straight into a group's state (after
     /// other rows, in every order) gives the bits of that row added to a fresh state merged
     /// in: signed zeros, NaN, infinities, integer overflow, NULLs and text included.
@@ -837,8 +854,7 @@ mod tests {
             f64::NEG_INFINITY,
             1e308,
         ];
-        let f = |v: &[Option<f64>]| Column::Float64(PrimitiveColumn::from_options(v.to_vec()));
-        let i = |v: &[Option<i64>]| Column::Int64(PrimitiveColumn::from_options(v.to_vec()));
+        let (f, i) = (float_col, int_col);
         let mut cases: Vec<(AggFunc, DataType, Vec<Column>)> = Vec::new();
         for func in [
             AggFunc::Sum,
@@ -895,20 +911,10 @@ mod tests {
                     .and_then(|()| folded.merge(&mut fresh, &[0]));
                 assert_eq!(a.is_err(), b.is_err(), "{func:?} {col:?}");
                 if a.is_ok() {
-                    let bits = |c: Column| {
-                        format!(
-                            "{:?}",
-                            (0..c.len())
-                                .map(|r| match c.scalar_at(r) {
-                                    ScalarValue::Float64(x) => format!("{:x}", x.to_bits()),
-                                    v => format!("{v:?}"),
-                                })
-                                .collect::<Vec<_>>()
-                        )
-                    };
+                    let (straight, folded) = (straight.finish().unwrap(), folded.finish().unwrap());
                     assert_eq!(
-                        bits(straight.finish().unwrap()),
-                        bits(folded.finish().unwrap()),
+                        bits(&straight, 0..straight.len()),
+                        bits(&folded, 0..folded.len()),
                         "{func:?} {col:?}"
                     );
                 }
@@ -925,8 +931,7 @@ mod tests {
     /// the groups folded are left fresh above, a group not listed is left where it is.
     #[test]
     fn folding_upper_groups_equals_merging_separate_states() {
-        let f = |v: &[Option<f64>]| Column::Float64(PrimitiveColumn::from_options(v.to_vec()));
-        let i = |v: &[Option<i64>]| Column::Int64(PrimitiveColumn::from_options(v.to_vec()));
+        let (f, i) = (float_col, int_col);
         // Rows of groups 0, 1, 2, 3, 0: before the morsel (the merge's states) and in it
         // (its partial); group 3 is not folded.
         let groups = [0u32, 1, 2, 3, 0];
@@ -984,14 +989,6 @@ mod tests {
                 group_3
                     .update_at(&[3], &[3], arg(partial).as_ref())
                     .unwrap();
-                let bits = |c: &Column, range: std::ops::Range<usize>| {
-                    range
-                        .map(|r| match c.scalar_at(r) {
-                            ScalarValue::Float64(x) => format!("{:x}", x.to_bits()),
-                            v => format!("{v:?}"),
-                        })
-                        .collect::<Vec<_>>()
-                };
                 let held = held.finish().unwrap();
                 let merged = merged.finish().unwrap();
                 let (group_3, empty) = (group_3.finish().unwrap(), new(upper).finish().unwrap());
@@ -1043,11 +1040,11 @@ mod tests {
             gathered.update(&groups, taken.as_ref()).unwrap();
             let (a, b) = (at.finish().unwrap(), gathered.finish().unwrap());
             for g in 0..4 {
-                let bits = |c: &Column| match c.scalar_at(g) {
-                    ScalarValue::Float64(x) => format!("{:x}", x.to_bits()),
-                    v => format!("{v:?}"),
-                };
-                assert_eq!(bits(&a), bits(&b), "{func:?} {ty:?} group {g}");
+                assert_eq!(
+                    bits(&a, g..g + 1),
+                    bits(&b, g..g + 1),
+                    "{func:?} {ty:?} group {g}"
+                );
             }
         }
     }
