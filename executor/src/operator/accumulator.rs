@@ -830,6 +830,15 @@ mod tests {
         Column::Int64(PrimitiveColumn::from_options(v.to_vec()))
     }
 
+    /// The functions whose states take one row straight in.
+    const FOLDING: [AggFunc; 5] = [
+        AggFunc::Sum,
+        AggFunc::Avg,
+        AggFunc::Min,
+        AggFunc::Max,
+        AggFunc::Count,
+    ];
+
     /// Rows `rows` of a finished state, floats by their bits.
     fn bits(c: &Column, rows: std::ops::Range<usize>) -> Vec<String> {
         rows.map(|r| match c.scalar_at(r) {
@@ -856,13 +865,7 @@ mod tests {
         ];
         let (f, i) = (float_col, int_col);
         let mut cases: Vec<(AggFunc, DataType, Vec<Column>)> = Vec::new();
-        for func in [
-            AggFunc::Sum,
-            AggFunc::Avg,
-            AggFunc::Min,
-            AggFunc::Max,
-            AggFunc::Count,
-        ] {
+        for func in FOLDING {
             let mut cols = Vec::new();
             for &a in &floats {
                 for &b in &floats {
@@ -950,14 +953,7 @@ mod tests {
             ),
         ];
         let upper = 4;
-        for func in [
-            AggFunc::Sum,
-            AggFunc::Avg,
-            AggFunc::Min,
-            AggFunc::Max,
-            AggFunc::Count,
-            AggFunc::CountStar,
-        ] {
+        for func in FOLDING.into_iter().chain([AggFunc::CountStar]) {
             for (before, partial) in &cases {
                 let ty = before.data_type();
                 let new = |n: usize| {

@@ -418,6 +418,17 @@ mod tests {
     use crate::scheduler::Operator;
     use crate::selected::{Live, Selected};
 
+    /// A batch of `columns`, each named and nullable.
+    fn batch_of(columns: Vec<(&str, Column)>) -> Batch {
+        let n = columns[0].1.len();
+        let fields = columns
+            .iter()
+            .map(|(name, c)| Field::new(*name, c.data_type(), true))
+            .collect();
+        let columns = columns.into_iter().map(|(_, c)| c).collect();
+        Batch::try_new(Arc::new(Schema::new(fields)), columns, n).unwrap()
+    }
+
     fn less_than(column: usize, value: i64) -> PhysExpr {
         compare(column, BinaryOp::Lt, ScalarValue::Int64(value))
     }
@@ -450,19 +461,13 @@ mod tests {
         let y: Vec<Option<i64>> = (0..n)
             .map(|_| (rng.below(9) != 0).then(|| rng.below(1000) as i64 - 500))
             .collect();
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("d", DataType::Date32, true),
-            Field::new("y", DataType::Int64, true),
-        ]));
-        let batch = Batch::try_new(
-            schema,
-            vec![
+        let batch = batch_of(vec![
+            (
+                "d",
                 Column::Date32(PrimitiveColumn::from_options(x.clone())),
-                Column::Int64(PrimitiveColumn::from_options(y.clone())),
-            ],
-            n,
-        )
-        .unwrap();
+            ),
+            ("y", Column::Int64(PrimitiveColumn::from_options(y.clone()))),
+        ]);
         let d = |v: i32| ScalarValue::Date32(v);
         let i = ScalarValue::Int64;
         let cases: Vec<Vec<(usize, BinaryOp, ScalarValue)>> = vec![
@@ -548,19 +553,10 @@ mod tests {
             })
             .collect();
         let k: Vec<i64> = (0..n).map(|_| rng.below(100) as i64).collect();
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("x", DataType::Float64, true),
-            Field::new("k", DataType::Int64, false),
-        ]));
-        let batch = Batch::try_new(
-            schema,
-            vec![
-                Column::Float64(PrimitiveColumn::from_options(x)),
-                Column::Int64(PrimitiveColumn::from_vec(k)),
-            ],
-            n,
-        )
-        .unwrap();
+        let batch = batch_of(vec![
+            ("x", Column::Float64(PrimitiveColumn::from_options(x))),
+            ("k", Column::Int64(PrimitiveColumn::from_vec(k))),
+        ]);
         let f = ScalarValue::Float64;
         let cases: Vec<Vec<(BinaryOp, f64)>> = vec![
             vec![(GtEq, -0.25), (LtEq, 0.25)],
@@ -639,19 +635,10 @@ mod tests {
         let n = 1000i64;
         let x: Vec<Option<i64>> = (0..n).map(|i| (i % 7 != 3).then_some(i)).collect();
         let y: Vec<Option<i64>> = (0..n).map(|i| (i % 5 != 1).then_some(i % 10)).collect();
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("x", DataType::Int64, true),
-            Field::new("y", DataType::Int64, true),
-        ]));
-        let batch = Batch::try_new(
-            schema,
-            vec![
-                Column::Int64(PrimitiveColumn::from_options(x.clone())),
-                Column::Int64(PrimitiveColumn::from_options(y.clone())),
-            ],
-            n as usize,
-        )
-        .unwrap();
+        let batch = batch_of(vec![
+            ("x", Column::Int64(PrimitiveColumn::from_options(x.clone()))),
+            ("y", Column::Int64(PrimitiveColumn::from_options(y.clone()))),
+        ]);
         // x < 100 keeps a tenth (gathered at once), y < 8 most, x < 900 most (ANDed masks).
         for (bounds, order) in [
             ([(0, 100), (1, 8), (0, 900)], "selective first"),
