@@ -26,6 +26,7 @@ use morsel_storage::{ScalarValue, Schema};
 
 use super::PhysExpr;
 use crate::error::{ExecError, ExecResult};
+use crate::kernels::arith::float_zip;
 use crate::kernels::compare::with_f64_order;
 
 /// Rows per chunk: 8 KiB per 64-bit register, so a dozen registers fit in L1.
@@ -573,14 +574,6 @@ where
     }
 }
 
-/// `d[j] = f(x[j], y[j])`.
-#[inline(always)]
-fn zip_map<T: Copy>(x: &[T], y: &[T], d: &mut [T], f: impl Fn(T, T) -> T) {
-    for ((d, &a), &b) in d.iter_mut().zip(x).zip(y) {
-        *d = f(a, b);
-    }
-}
-
 /// `d[j] = f(x[j], y[j])`, 0 where `f` fails; whether it failed on a valid row.
 #[inline(always)]
 fn checked_zip_map<T: Copy + Default>(
@@ -645,15 +638,7 @@ fn arith(
         (Vals::F64(x), Vals::F64(y), Vals::F64(d)) => {
             let x = a_window.unwrap_or(&x[..n]);
             let y = b_window.unwrap_or(&y[..n]);
-            let d = &mut d[..n];
-            // One loop per operator, so that each compiles to vector instructions.
-            match op {
-                BinaryOp::Plus => zip_map(x, y, d, |a, b| a + b),
-                BinaryOp::Minus => zip_map(x, y, d, |a, b| a - b),
-                BinaryOp::Multiply => zip_map(x, y, d, |a, b| a * b),
-                BinaryOp::Modulo => zip_map(x, y, d, |a, b| a % b),
-                _ => zip_map(x, y, d, |a, b| a / b),
-            }
+            float_zip(op, x, y, &mut d[..n]);
             None
         }
         (Vals::I64(x), Vals::I64(y), Vals::I64(d)) => {

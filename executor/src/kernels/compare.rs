@@ -468,7 +468,7 @@ pub fn float_range(l: &Column, range: FloatRange) -> Option<BooleanColumn> {
     let words = |w: usize| {
         #[cfg(target_arch = "x86_64")]
         {
-            if let (true, Ok(full)) = (avx512(), <&[f64; 64]>::try_from(chunk(w))) {
+            if let (true, Ok(full)) = (super::avx512(), <&[f64; 64]>::try_from(chunk(w))) {
                 // SAFETY: the processor has AVX-512F (`avx512`).
                 return unsafe { range.word_avx512(full) };
             }
@@ -477,12 +477,6 @@ pub fn float_range(l: &Column, range: FloatRange) -> Option<BooleanColumn> {
     };
     let values = Bitmap::from_word_fn(x.len(), words);
     Some(BooleanColumn::new(values, a.validity().cloned()))
-}
-
-/// Whether the processor has AVX-512F (checked once, then cached by the standard library).
-#[cfg(target_arch = "x86_64")]
-fn avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// Keeps the `rows` of a DOUBLE column that pass `range` (NULL rows never do), reading it at

@@ -36,3 +36,9 @@ pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
         (Some(x), Some(y)) => Some(x.and(y)),
     }
 }
+
+/// Whether the processor has AVX-512F (checked once, then cached by the standard library).
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}

@@ -75,6 +75,12 @@ impl BinaryOp {
         Self::COMPARISONS.contains(&self)
     }
 
+    /// `+ - * / // %`.
+    pub fn is_arithmetic(self) -> bool {
+        use BinaryOp::*;
+        matches!(self, Plus | Minus | Multiply | Divide | IntDivide | Modulo)
+    }
+
     pub fn symbol(self) -> &'static str {
         match self {
             BinaryOp::Plus => "+",
