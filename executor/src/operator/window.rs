@@ -6,18 +6,20 @@
 //! functions from positions and peer groups, frame functions from each row's frame. Frame
 //! aggregates use prefix sums (integers, exactly) or a segment tree (float sums, MIN/MAX), so
 //! any frame costs O(log n). Partitions are independent and computed in parallel; results do
-//! not depend on the number of workers. Output rows keep the input order.
+//! not depend on the number of workers. Output rows keep the input order. The work runs on
+//! the shared pool's workers, as many as the query's thread count.
 
 use morsel_planner::{AggFunc, FrameBound, FrameUnits, WindowExpr, WindowFrame, WindowFunc};
 use morsel_storage::{Batch, Column, ColumnBuilder, DataType, PrimitiveBuilder, ScalarValue};
-use rayon::prelude::*;
 
 use super::keys::{hash_key, KeyInterner, RowKeys};
+use super::par_sort::par_sort_by;
 use super::sort::{cmp_keys, KeyColumn};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
 use crate::kernels::compare::cmp_rows;
 use crate::kernels::select;
+use crate::scheduler::parallel_map;
 
 /// A window call compiled against the input schema.
 pub struct WindowSpec {
@@ -110,8 +112,9 @@ struct Partition {
     end: usize,
 }
 
-/// Evaluates `spec` over `batch`; the result is in `batch`'s row order.
-pub fn evaluate(spec: &WindowSpec, batch: &Batch) -> ExecResult<Column> {
+/// Evaluates `spec` over `batch` on up to `threads` workers; the result is in `batch`'s row
+/// order.
+pub fn evaluate(spec: &WindowSpec, batch: &Batch, threads: usize) -> ExecResult<Column> {
     let n = batch.num_rows();
     if n == 0 {
         return Ok(Column::new_null(spec.ty, 0));
@@ -140,10 +143,12 @@ pub fn evaluate(spec: &WindowSpec, batch: &Batch) -> ExecResult<Column> {
         }
     }
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.par_sort_by(|&a, &b| {
+    // Ties broken by row: the order is total, and the sort stable.
+    par_sort_by(&mut order, threads, |&a, &b| {
         part_of[a as usize]
             .cmp(&part_of[b as usize])
             .then_with(|| cmp_keys(&keys, a as usize, b as usize))
+            .then(a.cmp(&b))
     });
     let mut parts = Vec::new();
     let mut s = 0;
@@ -158,6 +163,7 @@ pub fn evaluate(spec: &WindowSpec, batch: &Batch) -> ExecResult<Column> {
         args: &args,
         keys: &keys,
         order: &order,
+        threads,
     };
     let sorted = ctx.compute(&parts)?;
     // Back to input order.
@@ -174,11 +180,31 @@ struct Ctx<'a> {
     keys: &'a [KeyColumn],
     /// Row of each sorted position.
     order: &'a [u32],
+    threads: usize,
 }
 
 impl Ctx<'_> {
     fn row(&self, pos: usize) -> usize {
         self.order[pos] as usize
+    }
+
+    /// `f` of every partition, in partition order, on up to `threads` workers; the
+    /// partitions go out in runs (a million one-row partitions are not a million tasks). The
+    /// first error in partition order wins.
+    fn per_partition<T: Send>(
+        &self,
+        parts: &[Partition],
+        f: impl Fn(&Partition) -> ExecResult<T> + Sync,
+    ) -> ExecResult<Vec<T>> {
+        let run = parts.len().div_ceil(self.threads * 8).max(1);
+        let runs: Vec<&[Partition]> = parts.chunks(run).collect();
+        let mut all = Vec::with_capacity(parts.len());
+        for results in parallel_map(self.threads, runs, |_, ps| {
+            ps.iter().map(&f).collect::<ExecResult<Vec<T>>>()
+        }) {
+            all.extend(results?);
+        }
+        Ok(all)
     }
 
     /// Start of the peer group of every sorted position, and its end.
@@ -211,10 +237,7 @@ impl Ctx<'_> {
             | WindowFunc::Rank
             | WindowFunc::DenseRank
             | WindowFunc::Ntile => {
-                let chunks: Vec<Vec<i64>> = parts
-                    .par_iter()
-                    .map(|p| self.ranking(p))
-                    .collect::<ExecResult<_>>()?;
+                let chunks = self.per_partition(parts, |p| self.ranking(p))?;
                 let mut b = PrimitiveBuilder::<i64>::with_capacity(n);
                 chunks.iter().flatten().for_each(|v| b.push(*v));
                 Ok(Column::Int64(b.finish()))
@@ -407,10 +430,8 @@ impl Ctx<'_> {
 
     /// FIRST_VALUE, LAST_VALUE and aggregates over each row's frame.
     fn framed(&self, parts: &[Partition]) -> ExecResult<Column> {
-        let frames: Vec<(usize, usize)> = parts
-            .par_iter()
-            .map(|p| self.frames(p))
-            .collect::<ExecResult<Vec<_>>>()?
+        let frames: Vec<(usize, usize)> = self
+            .per_partition(parts, |p| self.frames(p))?
             .into_iter()
             .flatten()
             .collect();
@@ -587,5 +608,102 @@ impl RangeKeys {
             _ => v,
         };
         self.search(t, !is_start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use morsel_planner::FrameUnits;
+    use morsel_storage::{Field, PrimitiveColumn, Schema};
+
+    use super::*;
+
+    const ROWS: usize = 100_000;
+
+    /// Seven partitions (`k`), order keys with many ties (`v`), and values whose sums are exact
+    /// in binary (`x`, eighths below 125), over enough rows for the parallel sort.
+    fn table() -> (Vec<i64>, Vec<i64>, Vec<f64>, Batch) {
+        let k: Vec<i64> = (0..ROWS as i64).map(|i| i % 7).collect();
+        let v: Vec<i64> = (0..ROWS as i64).map(|i| (i * 37) % 100).collect();
+        let x: Vec<f64> = (0..ROWS)
+            .map(|i| ((i * 7919) % 1000) as f64 / 8.0)
+            .collect();
+        let fields = ["k", "v", "x"].map(|n| Field::new(n, DataType::Int64, false));
+        let mut fields = fields.to_vec();
+        fields[2] = Field::new("x", DataType::Float64, false);
+        let columns = vec![
+            Column::Int64(PrimitiveColumn::from_vec(k.clone())),
+            Column::Int64(PrimitiveColumn::from_vec(v.clone())),
+            Column::Float64(PrimitiveColumn::from_vec(x.clone())),
+        ];
+        let batch = Batch::try_new(Arc::new(Schema::new(fields)), columns, ROWS).unwrap();
+        (k, v, x, batch)
+    }
+
+    /// `func(args) OVER (PARTITION BY k ORDER BY v <frame>)`.
+    fn over_k_by_v(func: WindowFunc, args: Vec<PhysExpr>, frame: WindowFrame) -> WindowSpec {
+        WindowSpec {
+            func,
+            args,
+            partition_by: vec![PhysExpr::Column(0)],
+            order_by: vec![(PhysExpr::Column(1), true, false)],
+            frame,
+            ty: match func {
+                WindowFunc::RowNumber => DataType::Int64,
+                _ => DataType::Float64,
+            },
+        }
+    }
+
+    #[test]
+    fn ties_keep_input_order_and_results_match_at_any_thread_count() {
+        let (k, v, x, batch) = table();
+        // Reference: rows in (partition, key) order, ties in input order (a stable sort).
+        let mut order: Vec<usize> = (0..ROWS).collect();
+        order.sort_by_key(|&i| (k[i], v[i]));
+        let (mut row_number, mut sum3) = (vec![0i64; ROWS], vec![0.0f64; ROWS]);
+        let mut first = 0;
+        for (pos, &row) in order.iter().enumerate() {
+            if pos > 0 && k[order[pos - 1]] != k[row] {
+                first = pos;
+            }
+            row_number[row] = (pos - first + 1) as i64;
+            sum3[row] = (pos.saturating_sub(2).max(first)..=pos)
+                .map(|p| x[order[p]])
+                .sum();
+        }
+        let numbered = over_k_by_v(
+            WindowFunc::RowNumber,
+            vec![],
+            WindowFrame::default_for(true),
+        );
+        let rows_frame = WindowFrame {
+            units: FrameUnits::Rows,
+            start: FrameBound::Preceding(2.0),
+            end: FrameBound::CurrentRow,
+        };
+        let summed = over_k_by_v(
+            WindowFunc::Aggregate(AggFunc::Sum),
+            vec![PhysExpr::Column(2)],
+            rows_frame,
+        );
+        for threads in [1, 2, 8] {
+            let got = evaluate(&numbered, &batch, threads).unwrap();
+            let Column::Int64(got) = got else {
+                panic!("row_number() is BIGINT")
+            };
+            assert_eq!(
+                got.values(),
+                &row_number[..],
+                "row_number at {threads} threads"
+            );
+            let got = evaluate(&summed, &batch, threads).unwrap();
+            let Column::Float64(got) = got else {
+                panic!("sum(DOUBLE) is DOUBLE")
+            };
+            assert_eq!(got.values(), &sum3[..], "framed sum at {threads} threads");
+        }
     }
 }

@@ -533,7 +533,7 @@ fn build_with(plan: &LogicalPlan, ctx: &ExecContext, keys: Option<JoinKeys>) -> 
             let batch = Batch::concat(input_schema.clone(), &relabel(rows, &input_schema)?)?;
             let mut columns = batch.columns().to_vec();
             for spec in &specs {
-                columns.push(window::evaluate(spec, &batch)?);
+                columns.push(window::evaluate(spec, &batch, ctx.threads)?);
             }
             let out = Batch::try_new(storage_schema(schema), columns, batch.num_rows())?;
             materialized("window", vec![out], schema, plan)
