@@ -289,11 +289,15 @@ pub fn run_pipeline<S: Sink>(
         // thread: waking the workers would take longer than the work.
         work(0);
     } else {
-        pool().scope(|s| {
-            for w in 0..ctx.threads {
+        // The calling thread is worker 0: it starts on the first morsel at once, and one
+        // wake-up fewer stands between the query and its workers (a scope entered from
+        // outside the pool hands its body to a pool thread, which then wakes the others).
+        pool().in_place_scope(|s| {
+            for w in 1..ctx.threads {
                 let work = &work;
                 s.spawn(move |_| work(w));
             }
+            work(0);
         });
     }
 
@@ -386,10 +390,12 @@ pub fn parallel_map<I: Send, T: Send>(
             *results[i].lock().expect("result slot") = Some(task(i, item));
         }
     };
-    pool().scope(|s| {
-        for _ in 0..threads.min(n) {
+    // The calling thread takes items too (as in `run_pipeline`).
+    pool().in_place_scope(|s| {
+        for _ in 1..threads.min(n) {
             s.spawn(|_| work());
         }
+        work();
     });
     results
         .into_iter()
