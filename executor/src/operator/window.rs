@@ -630,9 +630,11 @@ mod tests {
         let x: Vec<f64> = (0..ROWS)
             .map(|i| ((i * 7919) % 1000) as f64 / 8.0)
             .collect();
-        let fields = ["k", "v", "x"].map(|n| Field::new(n, DataType::Int64, false));
-        let mut fields = fields.to_vec();
-        fields[2] = Field::new("x", DataType::Float64, false);
+        let fields = vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Int64, false),
+            Field::new("x", DataType::Float64, false),
+        ];
         let columns = vec![
             Column::Int64(PrimitiveColumn::from_vec(k.clone())),
             Column::Int64(PrimitiveColumn::from_vec(v.clone())),
