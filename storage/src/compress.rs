@@ -59,8 +59,8 @@ unsafe fn compress_avx512<T: Copy>(src: &[T], mask: &Bitmap, out: &mut Vec<T>) {
             // SAFETY: `rows[4k..4k + 4]` is in bounds (k < rows.len() / 4) and its 32 bytes
             // are read as four 8-byte lanes; the store writes four lanes, whole values
             // copied bit for bit (`T` is `Copy` and 8 bytes) or zeros, at `dst + n..dst + n
-            // + 4`: `n` counts the word's values kept so far, so this lies within the
-            // word's count plus four (asserted above).
+            // + 4`: `n` is at most the values kept before this word plus the word's count,
+            // so this lies within that plus four (asserted above).
             unsafe {
                 let v = _mm256_loadu_epi64(rows.as_ptr().add(4 * k).cast());
                 _mm256_storeu_epi64(dst.add(n).cast(), _mm256_maskz_compress_epi64(bits, v));
