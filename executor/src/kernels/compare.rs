@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use morsel_planner::BinaryOp;
+use morsel_storage::cache_hint::prefetch_at;
 use morsel_storage::{Bitmap, BooleanColumn, Column, ScalarValue};
 
 use super::and_validity;
@@ -257,13 +258,18 @@ pub fn retain_scalar(op: BinaryOp, l: &Column, value: &ScalarValue, rows: &mut V
         ($a:expr, $y:expr, $cmp:expr) => {{
             let (x, y, valid) = ($a.values(), $y, $a.validity());
             let ok = |r: usize| valid.is_none_or(|v| v.get(r));
+            let hint = |r: usize| prefetch_at(x, r);
             match op {
-                BinaryOp::Eq => retain(rows, |r| ok(r) && $cmp(x[r], y) == Ordering::Equal),
-                BinaryOp::NotEq => retain(rows, |r| ok(r) && $cmp(x[r], y) != Ordering::Equal),
-                BinaryOp::Lt => retain(rows, |r| ok(r) && $cmp(x[r], y) == Ordering::Less),
-                BinaryOp::LtEq => retain(rows, |r| ok(r) && $cmp(x[r], y) != Ordering::Greater),
-                BinaryOp::Gt => retain(rows, |r| ok(r) && $cmp(x[r], y) == Ordering::Greater),
-                BinaryOp::GtEq => retain(rows, |r| ok(r) && $cmp(x[r], y) != Ordering::Less),
+                BinaryOp::Eq => retain(rows, hint, |r| ok(r) && $cmp(x[r], y) == Ordering::Equal),
+                BinaryOp::NotEq => {
+                    retain(rows, hint, |r| ok(r) && $cmp(x[r], y) != Ordering::Equal)
+                }
+                BinaryOp::Lt => retain(rows, hint, |r| ok(r) && $cmp(x[r], y) == Ordering::Less),
+                BinaryOp::LtEq => {
+                    retain(rows, hint, |r| ok(r) && $cmp(x[r], y) != Ordering::Greater)
+                }
+                BinaryOp::Gt => retain(rows, hint, |r| ok(r) && $cmp(x[r], y) == Ordering::Greater),
+                BinaryOp::GtEq => retain(rows, hint, |r| ok(r) && $cmp(x[r], y) != Ordering::Less),
                 _ => return false,
             }
             true
@@ -274,10 +280,13 @@ pub fn retain_scalar(op: BinaryOp, l: &Column, value: &ScalarValue, rows: &mut V
             let y = y.as_bytes();
             let (o, data, t) = (a.offsets(), a.data(), TextConst::new(y));
             let valid = |r: usize| a.is_valid(r);
+            let hint = |r: usize| prefetch_at(o, r);
             match op {
-                BinaryOp::Eq => retain(rows, |r| valid(r) && t.eq_at(o, data, r)),
-                BinaryOp::NotEq => retain(rows, |r| valid(r) && !t.eq_at(o, data, r)),
-                _ => retain(rows, |r| valid(r) && op.holds(a.value_bytes(r).cmp(y))),
+                BinaryOp::Eq => retain(rows, hint, |r| valid(r) && t.eq_at(o, data, r)),
+                BinaryOp::NotEq => retain(rows, hint, |r| valid(r) && !t.eq_at(o, data, r)),
+                _ => retain(rows, hint, |r| {
+                    valid(r) && op.holds(a.value_bytes(r).cmp(y))
+                }),
             }
             true
         }
@@ -322,9 +331,11 @@ pub fn retain_int_range(l: &Column, lo: i64, hi: i64, rows: &mut Vec<u32>) -> bo
             let (x, valid) = ($a.values(), $a.validity());
             match clamp_range!(lo, hi, $t, $u) {
                 None => rows.clear(),
-                Some((lo, span)) => retain(rows, |r| {
-                    valid.is_none_or(|v| v.get(r)) && (x[r].wrapping_sub(lo) as $u) <= span
-                }),
+                Some((lo, span)) => retain(
+                    rows,
+                    |r| prefetch_at(x, r),
+                    |r| valid.is_none_or(|v| v.get(r)) && (x[r].wrapping_sub(lo) as $u) <= span,
+                ),
             }
             true
         }};
@@ -484,17 +495,28 @@ pub fn float_range(l: &Column, range: FloatRange) -> Option<BooleanColumn> {
 pub fn retain_float_range(l: &Column, range: FloatRange, rows: &mut Vec<u32>) -> bool {
     let Column::Float64(a) = l else { return false };
     let (x, valid) = (a.values(), a.validity());
-    retain(rows, |r| {
-        valid.is_none_or(|v| v.get(r)) && range.holds(x[r])
-    });
+    retain(
+        rows,
+        |r| prefetch_at(x, r),
+        |r| valid.is_none_or(|v| v.get(r)) && range.holds(x[r]),
+    );
     true
 }
 
+/// How many places ahead in a list of rows [`retain`] hints what it will read.
+const LISTED_AHEAD: usize = 16;
+
 /// Keeps the `rows` for which `keep` holds, in order: every row is written and the end
-/// advances by the outcome (no branch per row).
-pub(crate) fn retain(rows: &mut Vec<u32>, keep: impl Fn(usize) -> bool) {
+/// advances by the outcome (no branch per row). `hint` is called with the row listed
+/// [`LISTED_AHEAD`] places ahead, to ask the cache for the values `keep` will read there:
+/// rows at gaps defeat the hardware prefetcher, and without the hints a test waited on
+/// memory at each row (TPC-H Q6: its quantity test at the 4% of rows left, 10 ns a row).
+pub(crate) fn retain(rows: &mut Vec<u32>, hint: impl Fn(usize), keep: impl Fn(usize) -> bool) {
     let mut n = 0;
     for k in 0..rows.len() {
+        if let Some(&ahead) = rows.get(k + LISTED_AHEAD) {
+            hint(ahead as usize);
+        }
         let r = rows[k];
         rows[n] = r;
         n += usize::from(keep(r as usize));
@@ -511,13 +533,27 @@ pub fn retain_pair(op: BinaryOp, l: &Column, r: &Column, rows: &mut Vec<u32>) ->
             let (x, y) = ($a.values(), $b.values());
             let (vx, vy) = ($a.validity(), $b.validity());
             let ok = |i: usize| vx.is_none_or(|v| v.get(i)) && vy.is_none_or(|v| v.get(i));
+            let hint = |i: usize| {
+                prefetch_at(x, i);
+                prefetch_at(y, i);
+            };
             match op {
-                BinaryOp::Eq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Equal),
-                BinaryOp::NotEq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Equal),
-                BinaryOp::Lt => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Less),
-                BinaryOp::LtEq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Greater),
-                BinaryOp::Gt => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Greater),
-                BinaryOp::GtEq => retain(rows, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Less),
+                BinaryOp::Eq => {
+                    retain(rows, hint, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Equal)
+                }
+                BinaryOp::NotEq => {
+                    retain(rows, hint, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Equal)
+                }
+                BinaryOp::Lt => retain(rows, hint, |i| ok(i) && $cmp(x[i], y[i]) == Ordering::Less),
+                BinaryOp::LtEq => retain(rows, hint, |i| {
+                    ok(i) && $cmp(x[i], y[i]) != Ordering::Greater
+                }),
+                BinaryOp::Gt => retain(rows, hint, |i| {
+                    ok(i) && $cmp(x[i], y[i]) == Ordering::Greater
+                }),
+                BinaryOp::GtEq => {
+                    retain(rows, hint, |i| ok(i) && $cmp(x[i], y[i]) != Ordering::Less)
+                }
                 _ => return false,
             }
             true
@@ -557,9 +593,11 @@ pub fn retain_in_list(
                 return false;
             };
             let (x, valid) = ($a.values(), $a.validity());
-            retain(rows, |r| {
-                valid.is_none_or(|v| v.get(r)) && wanted.contains(&x[r]) != negated
-            });
+            retain(
+                rows,
+                |r| prefetch_at(x, r),
+                |r| valid.is_none_or(|v| v.get(r)) && wanted.contains(&x[r]) != negated,
+            );
             true
         }};
     }
@@ -583,10 +621,14 @@ pub fn retain_in_list(
                 return false;
             };
             let (x, valid) = (a.values(), a.validity());
-            retain(rows, |r| {
-                let hit = wanted.iter().any(|w| cmp_f64(x[r], *w) == Ordering::Equal);
-                valid.is_none_or(|v| v.get(r)) && hit != negated
-            });
+            retain(
+                rows,
+                |r| prefetch_at(x, r),
+                |r| {
+                    let hit = wanted.iter().any(|w| cmp_f64(x[r], *w) == Ordering::Equal);
+                    valid.is_none_or(|v| v.get(r)) && hit != negated
+                },
+            );
             true
         }
         Column::Utf8(a) => {
@@ -601,10 +643,14 @@ pub fn retain_in_list(
                 return false;
             };
             let (o, data) = (a.offsets(), a.data());
-            retain(rows, |r| {
-                let v = &data[o[r] as usize..o[r + 1] as usize];
-                a.is_valid(r) && wanted.iter().any(|w| bytes_eq(w, v)) != negated
-            });
+            retain(
+                rows,
+                |r| prefetch_at(o, r),
+                |r| {
+                    let v = &data[o[r] as usize..o[r + 1] as usize];
+                    a.is_valid(r) && wanted.iter().any(|w| bytes_eq(w, v)) != negated
+                },
+            );
             true
         }
         _ => false,

@@ -260,7 +260,7 @@ impl Selection {
                 // Cheaper on every row than gathering every column at the listed ones.
                 let cond = c.evaluate(&self.batch)?;
                 let pass = boolean::as_boolean(&cond)?.true_mask();
-                compare::retain(r, |i| pass.get(i));
+                compare::retain(r, |_| {}, |i| pass.get(i));
                 return Ok(());
             }
             self.batch = select::take_batch(&self.batch, r)?;
