@@ -504,7 +504,7 @@ pub fn retain_float_range(l: &Column, range: FloatRange, rows: &mut Vec<u32>) ->
 }
 
 /// How many places ahead in a list of rows [`retain`] hints what it will read.
-const LISTED_AHEAD: usize = 16;
+const LISTED_AHEAD: usize = 48;
 
 /// Keeps the `rows` for which `keep` holds, in order: every row is written and the end
 /// advances by the outcome (no branch per row). `hint` is called with the row listed
