@@ -1558,6 +1558,35 @@ mod tests {
             })
             .collect();
         assert_same_groups(&all_ids, &by_value, &flat);
+        // Only one-byte flags, two and three of them, read by their bytes: a value first
+        // seen in the second batch (the array grows), NULLs in the third (which packs), and
+        // windows of a column at an odd offset; the ids stay those of the same groups.
+        for width in [2, 3] {
+            let (mut by_value, mut multi) = (KeyInterner::new(), MultiIds::default());
+            let (mut all_ids, mut batches) = (Vec::new(), Vec::new());
+            for b in 0..4 {
+                let flag = |c: usize, i: usize| match (b, (i + c) % 5) {
+                    (2, 4) => None,
+                    (0, k) => Some(["A", "R"][k % 2]),
+                    (_, k) => Some(["A", "R", "N", "F"][(k + c) % 4]),
+                };
+                let cols: Vec<Column> = (0..width)
+                    .map(|c| {
+                        let whole = Utf8Column::from_strs((0..n + 3).map(|i| flag(c, i)));
+                        Column::Utf8(whole.slice(3, n))
+                    })
+                    .collect();
+                all_ids.extend(multi.ids(&cols, &mut by_value).expect("fits"));
+                batches.push(cols);
+            }
+            let flat: Vec<Column> = (0..width)
+                .map(|c| {
+                    Column::concat(&batches.iter().map(|b| b[c].clone()).collect::<Vec<_>>())
+                        .unwrap()
+                })
+                .collect();
+            assert_same_groups(&all_ids, &by_value, &flat);
+        }
         let (mut by_value, mut multi) = (KeyInterner::new(), Box::<MultiIds>::default());
         let mut batches = Vec::new();
         for b in 0..40 {

@@ -337,6 +337,9 @@ impl MultiIds {
             (1u32 << bits) - 1
         };
         self.columns.resize_with(cols.len(), ValueIds::default);
+        if let Some(ids) = self.ids_of_bytes(cols, bits, limit, keys) {
+            return Some(ids);
+        }
         let mut packed = vec![0u64; rows];
         for (k, (col, ids)) in cols.iter().zip(&mut self.columns).enumerate() {
             if !ids.pack(col, bits * k as u32, limit, &mut packed) {
@@ -352,13 +355,7 @@ impl MultiIds {
         // Few value combinations: groups are read through an array indexed by the column
         // ids in mixed radix, filled from the map when the columns' value counts change.
         if let Some(n) = dense {
-            if self.dense_counts != counts {
-                self.dense = vec![u32::MAX; n];
-                for (&p, &id) in &self.groups {
-                    self.dense[dense_index(p, bits, limit, &counts)] = id;
-                }
-                self.dense_counts = counts;
-            }
+            self.refresh_dense(counts, n, bits, limit);
         }
         let Self {
             groups,
@@ -387,6 +384,105 @@ impl MultiIds {
         } else {
             rows_ids.map(|(row, &p)| group_of(row, p)).collect()
         };
+        Some(ids)
+    }
+}
+
+impl MultiIds {
+    /// Sizes the array of groups for `n` combinations of the columns' value counts `counts`
+    /// and fills it from the map, unless it is already for those counts.
+    fn refresh_dense(&mut self, counts: Vec<u32>, n: usize, bits: u32, limit: u32) {
+        if self.dense_counts != counts {
+            self.dense = vec![u32::MAX; n];
+            for (&p, &id) in &self.groups {
+                self.dense[dense_index(p, bits, limit, &counts)] = id;
+            }
+            self.dense_counts = counts;
+        }
+    }
+
+    /// Every row's group id when each key column is text of one byte a row without NULLs
+    /// (flags and codes: TPC-H Q1's two) whose values have few combinations: a row's slot in
+    /// the array of groups is computed from its bytes' value ids directly, where packing
+    /// the ids first took a pass over a word a row per column and another to read them
+    /// (Q1: 14% of its profile). `None` for other columns or many combinations, which the
+    /// caller packs (the value ids given here stay: they are what packing would give).
+    fn ids_of_bytes(
+        &mut self,
+        cols: &[Column],
+        bits: u32,
+        limit: u32,
+        keys: &mut KeyInterner,
+    ) -> Option<Vec<u32>> {
+        let bytes: Vec<&[u8]> = cols
+            .iter()
+            .map(|c| match c {
+                Column::Utf8(s) if s.validity().is_none() && s.all_of_width(1) => {
+                    let start = s.offsets()[0] as usize;
+                    Some(&s.data()[start..start + s.len()])
+                }
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let rows = bytes.first().map_or(0, |b| b.len());
+        for (ids, b) in self.columns.iter_mut().zip(&bytes) {
+            ids.number_bytes(b);
+        }
+        let counts: Vec<u32> = self.columns.iter().map(|c| c.count).collect();
+        let n = (counts.iter())
+            .try_fold(1usize, |n, &c| n.checked_mul(c as usize))
+            .filter(|&n| n <= DENSE_GROUPS.min(rows))?;
+        self.refresh_dense(counts, n, bits, limit);
+        let strides: Vec<usize> = (self.dense_counts.iter())
+            .scan(1usize, |stride, &c| {
+                let s = *stride;
+                *stride *= c as usize;
+                Some(s)
+            })
+            .collect();
+        let Self {
+            columns,
+            groups,
+            dense,
+            ..
+        } = self;
+        let tables: Vec<&[u32]> = columns.iter().map(|c| c.bytes.as_slice()).collect();
+        let mut encoded = Vec::new();
+        let mut group_of = |row: usize| {
+            // The packed column ids, as the map keys groups.
+            let p = (tables.iter().zip(&bytes).enumerate())
+                .map(|(k, (t, b))| u64::from(t[b[row] as usize]) << (bits * k as u32))
+                .fold(0, |p, id| p | id);
+            *groups.entry(p).or_insert_with(|| {
+                encode_row(cols, row, &mut encoded);
+                keys.intern(&encoded, hash_key(&encoded)).0
+            })
+        };
+        let mut ids = Vec::with_capacity(rows);
+        match (tables.as_slice(), bytes.as_slice()) {
+            // Two columns (the most common shape) without the loop.
+            ([t0, t1], [b0, b1]) => {
+                for (row, (&x, &y)) in b0.iter().zip(*b1).enumerate() {
+                    let slot =
+                        &mut dense[t0[x as usize] as usize + t1[y as usize] as usize * strides[1]];
+                    if *slot == u32::MAX {
+                        *slot = group_of(row);
+                    }
+                    ids.push(*slot);
+                }
+            }
+            _ => {
+                for row in 0..rows {
+                    let at = (tables.iter().zip(&bytes).zip(&strides))
+                        .map(|((t, b), &s)| t[b[row] as usize] as usize * s)
+                        .sum::<usize>();
+                    if dense[at] == u32::MAX {
+                        dense[at] = group_of(row);
+                    }
+                    ids.push(dense[at]);
+                }
+            }
+        }
         Some(ids)
     }
 }
@@ -427,6 +523,21 @@ struct ValueIds {
 }
 
 impl ValueIds {
+    /// Numbers the bytes of a one-byte text column not seen before, in row order (as
+    /// [`ValueIds::pack`] would).
+    fn number_bytes(&mut self, bytes: &[u8]) {
+        if self.bytes.is_empty() {
+            self.bytes.resize(256, u32::MAX);
+        }
+        for &b in bytes {
+            let slot = &mut self.bytes[b as usize];
+            if *slot == u32::MAX {
+                *slot = self.count;
+                self.count += 1;
+            }
+        }
+    }
+
     /// ORs every row's value id, shifted left by `shift`, into `packed`; false (and `packed`
     /// unusable) once the column has more than `limit` + 1 values.
     fn pack(&mut self, col: &Column, shift: u32, limit: u32, packed: &mut [u64]) -> bool {
@@ -444,7 +555,7 @@ impl ValueIds {
             id
         };
         match col {
-            Column::Utf8(s) if s.validity().is_none() && one_byte_each(s) => {
+            Column::Utf8(s) if s.validity().is_none() && s.all_of_width(1) => {
                 // Flags and codes: each row's byte is its value.
                 if by_byte.is_empty() {
                     by_byte.resize(256, u32::MAX);
@@ -498,11 +609,6 @@ impl ValueIds {
         // Ids run 0..count: all fit while the last one does.
         *count == 0 || *count - 1 <= limit
     }
-}
-
-/// Whether every value of `s` is one byte long.
-fn one_byte_each(s: &Utf8Column) -> bool {
-    s.offsets().windows(2).all(|w| w[1] - w[0] == 1)
 }
 
 /// The word ([`short_word`]) of the string at `start..end` of `data` when it is under eight
