@@ -40,43 +40,94 @@ pub(crate) fn keep_rows<T: Copy>(src: &[T], mask: &Bitmap, kept: usize) -> Optio
 }
 
 /// Appends the selected values of `src` (8 bytes each) to the empty `out`, which must have
-/// room for all of them and four more (asserted as it goes). Each step compresses four
-/// values in a register and stores all four lanes, the selected packed low (the lanes past
-/// them are overwritten by the next step, or spare). The compress straight to memory
-/// (`vpcompressq` with a memory operand) was slower on this project's Zen 5: copying the
-/// survivors of suite `filter` at 10M rows took 18-21 ms of CPU, 12-14 by register.
+/// room for all of them and four more: four values a step (see [`compress_lanes`]). The
+/// compress straight to memory (`vpcompressq` with a memory operand) was slower on this
+/// project's Zen 5: copying the survivors of suite `filter` at 10M rows took 18-21 ms of
+/// CPU, 12-14 by register.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl")]
 unsafe fn compress_avx512<T: Copy>(src: &[T], mask: &Bitmap, out: &mut Vec<T>) {
     use std::arch::x86_64::{_mm256_loadu_epi64, _mm256_maskz_compress_epi64, _mm256_storeu_epi64};
     assert_eq!(std::mem::size_of::<T>(), 8, "compress moves 8-byte lanes");
+    let step = |from: *const T, to: *mut T, bits: u8| {
+        // SAFETY: `compress_lanes` hands a source with four values to read and a
+        // destination with room for four; the processor has AVX-512F and VL (this
+        // function's contract).
+        unsafe {
+            let v = _mm256_loadu_epi64(from.cast());
+            _mm256_storeu_epi64(to.cast(), _mm256_maskz_compress_epi64(bits, v));
+        }
+    };
+    // SAFETY: the step stores four 8-byte lanes, whole values of `T` (8 bytes, `Copy`)
+    // copied bit for bit or zeros.
+    unsafe { compress_lanes(src, mask, out, 4, step) }
+}
+
+/// [`compress_avx512`] for 4-byte values (dates, INTEGER), eight a step; `out` must have
+/// room for all selected values and eight more.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn compress32_avx512<T: Copy>(src: &[T], mask: &Bitmap, out: &mut Vec<T>) {
+    use std::arch::x86_64::{_mm256_loadu_epi32, _mm256_maskz_compress_epi32, _mm256_storeu_epi32};
+    assert_eq!(std::mem::size_of::<T>(), 4, "compress moves 4-byte lanes");
+    let step = |from: *const T, to: *mut T, bits: u8| {
+        // SAFETY: `compress_lanes` hands a source with eight values to read and a
+        // destination with room for eight; the processor has AVX-512F and VL (this
+        // function's contract).
+        unsafe {
+            let v = _mm256_loadu_epi32(from.cast());
+            _mm256_storeu_epi32(to.cast(), _mm256_maskz_compress_epi32(bits, v));
+        }
+    };
+    // SAFETY: the step stores eight 4-byte lanes, whole values of `T` (4 bytes, `Copy`)
+    // copied bit for bit or zeros.
+    unsafe { compress_lanes(src, mask, out, 8, step) }
+}
+
+/// Appends the values of `src` whose bit in `mask` is set to the empty `out`, which must
+/// have room for all of them and `lanes` more (asserted as it goes). Each step hands
+/// `step` the next `lanes` values, a place in `out` and their bits of the mask; `step`
+/// compresses the selected values into a register and stores all `lanes` lanes there,
+/// the selected packed low (the lanes past them are overwritten by the next step, or
+/// spare). The values past the last whole step of a word are copied one by one.
+///
+/// # Safety
+/// `step` must write at most `lanes` values at the place it is given, each a value read
+/// from the `lanes` it is handed or a zero bit pattern valid for `T`; `lanes` is at most 8.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn compress_lanes<T: Copy>(
+    src: &[T],
+    mask: &Bitmap,
+    out: &mut Vec<T>,
+    lanes: usize,
+    step: impl Fn(*const T, *mut T, u8),
+) {
     assert!(out.is_empty(), "values are written from the start");
     let room = out.capacity();
     let dst = out.as_mut_ptr();
+    let lane_bits = (1u64 << lanes) - 1;
     let mut n = 0usize;
     for wi in 0..mask.word_count() {
         let m = mask.word(wi);
         let base = wi * 64;
         let rows = &src[base..(base + 64).min(src.len())];
-        let full = rows.len() / 4;
+        let full = rows.len() / lanes;
         assert!(
-            n + m.count_ones() as usize + 4 <= room,
+            n + m.count_ones() as usize + lanes <= room,
             "more rows selected than counted"
         );
         for k in 0..full {
-            let bits = ((m >> (4 * k)) & 0xF) as u8;
-            // SAFETY: `rows[4k..4k + 4]` is in bounds (k < rows.len() / 4) and its 32 bytes
-            // are read as four 8-byte lanes; the store writes four lanes, whole values
-            // copied bit for bit (`T` is `Copy` and 8 bytes) or zeros, at `dst + n..dst + n
-            // + 4`: `n` is at most the values kept before this word plus the word's count,
-            // so this lies within that plus four (asserted above).
-            unsafe {
-                let v = _mm256_loadu_epi64(rows.as_ptr().add(4 * k).cast());
-                _mm256_storeu_epi64(dst.add(n).cast(), _mm256_maskz_compress_epi64(bits, v));
-            }
+            let bits = ((m >> (lanes * k)) & lane_bits) as u8;
+            // SAFETY: `rows[lanes * k..][..lanes]` is in bounds (k < rows.len() / lanes), and
+            // `dst + n` has room for `lanes` values: `n` is at most the values kept before
+            // this word plus the word's count, so the lanes lie within that plus `lanes`
+            // (asserted above). What `step` writes there is the caller's contract.
+            let (from, to) = unsafe { (rows.as_ptr().add(lanes * k), dst.add(n)) };
+            step(from, to, bits);
             n += bits.count_ones() as usize;
         }
-        for (j, &v) in rows.iter().enumerate().skip(4 * full) {
+        for (j, &v) in rows.iter().enumerate().skip(lanes * full) {
             if (m >> j) & 1 == 1 {
                 // SAFETY: within the word's count (asserted above).
                 unsafe { dst.add(n).write(v) };
@@ -84,7 +135,8 @@ unsafe fn compress_avx512<T: Copy>(src: &[T], mask: &Bitmap, out: &mut Vec<T>) {
             }
         }
     }
-    // SAFETY: the first `n` values were all written above, within capacity.
+    // SAFETY: the first `n` values were all written above (by `step`, selected values
+    // packed low, or one by one), within capacity.
     unsafe { out.set_len(n) };
 }
 
@@ -145,51 +197,6 @@ unsafe fn compress_bytes_avx512(src: &[u8], mask: &Bitmap, out: &mut Vec<u8>) {
         n += m.count_ones() as usize;
     }
     // SAFETY: the first `n` bytes were all written above, within capacity.
-    unsafe { out.set_len(n) };
-}
-
-/// [`compress_avx512`] for 4-byte values (dates, INTEGER), eight a step; `out` must have
-/// room for all selected values and eight more.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl")]
-unsafe fn compress32_avx512<T: Copy>(src: &[T], mask: &Bitmap, out: &mut Vec<T>) {
-    use std::arch::x86_64::{_mm256_loadu_epi32, _mm256_maskz_compress_epi32, _mm256_storeu_epi32};
-    assert_eq!(std::mem::size_of::<T>(), 4, "compress moves 4-byte lanes");
-    assert!(out.is_empty(), "values are written from the start");
-    let room = out.capacity();
-    let dst = out.as_mut_ptr();
-    let mut n = 0usize;
-    for wi in 0..mask.word_count() {
-        let m = mask.word(wi);
-        let base = wi * 64;
-        let rows = &src[base..(base + 64).min(src.len())];
-        let full = rows.len() / 8;
-        assert!(
-            n + m.count_ones() as usize + 8 <= room,
-            "more rows selected than counted"
-        );
-        for k in 0..full {
-            let bits = (m >> (8 * k)) as u8;
-            // SAFETY: `rows[8k..8k + 8]` is in bounds (k < rows.len() / 8) and its 32 bytes
-            // are read as eight 4-byte lanes; the store writes eight lanes, whole values
-            // copied bit for bit (`T` is `Copy` and 4 bytes) or zeros, at `dst + n..dst + n
-            // + 8`: `n` is at most the values kept before this word plus the word's count,
-            // so this lies within that plus eight (asserted above).
-            unsafe {
-                let v = _mm256_loadu_epi32(rows.as_ptr().add(8 * k).cast());
-                _mm256_storeu_epi32(dst.add(n).cast(), _mm256_maskz_compress_epi32(bits, v));
-            }
-            n += bits.count_ones() as usize;
-        }
-        for (j, &v) in rows.iter().enumerate().skip(8 * full) {
-            if (m >> j) & 1 == 1 {
-                // SAFETY: within the word's count (asserted above).
-                unsafe { dst.add(n).write(v) };
-                n += 1;
-            }
-        }
-    }
-    // SAFETY: the first `n` values were all written above, within capacity.
     unsafe { out.set_len(n) };
 }
 
