@@ -386,9 +386,7 @@ impl MultiIds {
         };
         Some(ids)
     }
-}
 
-impl MultiIds {
     /// Sizes the array of groups for `n` combinations of the columns' value counts `counts`
     /// and fills it from the map, unless it is already for those counts.
     fn refresh_dense(&mut self, counts: Vec<u32>, n: usize, bits: u32, limit: u32) {
