@@ -2,9 +2,9 @@
 //! elsewhere each caller keeps its portable loop.
 //!
 //! - [`keep_rows`]: the rows of 8- or 4-byte values a mask selects, by AVX-512's compress
-//!   on 256-bit vectors (four or eight values a step, no branch or store per row). The 512-bit form was
-//!   as fast on suite `filter` and read 2-4% slower over TPC-H in memory (perhaps the lower
-//!   clock some Xeons run wide vectors at; not measured).
+//!   on 256-bit vectors (four or eight values a step, no branch or store per row). The
+//!   512-bit form was as fast on suite `filter` and read 2-4% slower over TPC-H in memory
+//!   (perhaps the lower clock some Xeons run wide vectors at; not measured).
 //! - [`keep_bytes`]: the bytes a mask selects (one-byte text: flags and codes), 64 a step
 //!   by AVX-512 VBMI2's byte compress.
 //! - [`set_positions`]: the row numbers of a mask's set bits, sixteen compressed a step.
