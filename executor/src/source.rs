@@ -122,7 +122,7 @@ impl DecodeFilter for ScanFilter {
 
     fn keep(&self, batch: &Batch) -> ExecResult<Bitmap> {
         let started = Instant::now();
-        let mask = boolean::as_boolean(&self.predicate.evaluate(batch)?)?.true_mask();
+        let mask = boolean::as_boolean(&self.predicate.evaluate_predicate(batch)?)?.true_mask();
         let ns = started.elapsed().as_nanos() as u64;
         self.filter_ns.fetch_add(ns, Ordering::Relaxed);
         Ok(mask)

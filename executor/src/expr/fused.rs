@@ -107,6 +107,9 @@ pub struct FusedProgram {
     out_type: DataType,
     /// Column names for display.
     names: Vec<String>,
+    /// The tree this program computes, for the precise evaluation (a CASE branch only at
+    /// the rows that reach it), which a program cannot do.
+    plain: PhysExpr,
 }
 
 /// Builds a program from a [`PhysExpr`] tree.
@@ -117,13 +120,18 @@ struct Compiler<'a> {
 
 impl Compiler<'_> {
     fn push(&mut self, instr: Instr, kind: Kind) -> usize {
-        // A column or constant used twice is loaded once.
-        let reusable = |i: &Instr| match (i, &instr) {
-            (Instr::Load(a), Instr::Load(b)) => a == b,
-            (Instr::Const(a), Instr::Const(b)) => a == b,
-            _ => false,
+        // A column or constant used twice is loaded once: the same column, or the same
+        // value of the same kind (a NULL is a constant of every kind).
+        let reusable = |(i, k): (&Instr, &Kind)| {
+            *k == kind
+                && match (i, &instr) {
+                    (Instr::Load(a), Instr::Load(b)) => a == b,
+                    (Instr::Const(a), Instr::Const(b)) => a == b,
+                    _ => false,
+                }
         };
-        if let Some(r) = self.prog.instrs.iter().position(reusable) {
+        let registers = self.prog.instrs.iter().zip(&self.prog.kinds);
+        if let Some(r) = registers.clone().position(reusable) {
             return r;
         }
         self.prog.instrs.push(instr);
@@ -212,7 +220,40 @@ impl Compiler<'_> {
             }
             _ => return self.input(e, kind).map(Some),
         };
+        if !self.operands_fit(&instr, kind) {
+            // A tree whose operand types the planner left unequal (a bug there) runs on
+            // the kernels, which check types, rather than reaching a register of another
+            // kind.
+            return self.input(e, kind).map(Some);
+        }
         Ok(Some((self.push(instr, kind), kind)))
+    }
+
+    /// Whether `instr`'s operand registers have the kinds its loops read, for a result of
+    /// kind `kind`.
+    fn operands_fit(&self, instr: &Instr, kind: Kind) -> bool {
+        let k = |r: &usize| self.prog.kinds[*r];
+        match instr {
+            Instr::Load(_) | Instr::Input(_) | Instr::Const(_) => true,
+            Instr::Arith(_, a, b) => kind != Kind::Bool && k(a) == kind && k(b) == kind,
+            Instr::Cmp(_, a, b) => kind == Kind::Bool && k(a) == k(b),
+            Instr::And(a, b) | Instr::Or(a, b) => {
+                kind == Kind::Bool && k(a) == Kind::Bool && k(b) == Kind::Bool
+            }
+            Instr::Not(a) => kind == Kind::Bool && k(a) == Kind::Bool,
+            Instr::Neg(a) => kind != Kind::Bool && k(a) == kind,
+            Instr::IsNull(..) => kind == Kind::Bool,
+            Instr::Cast(a) => matches!(
+                (k(a), kind),
+                (Kind::I32, Kind::I64 | Kind::F64) | (Kind::I64, Kind::F64)
+            ),
+            Instr::Case(branches, otherwise) => {
+                branches
+                    .iter()
+                    .all(|(w, t)| k(w) == Kind::Bool && k(t) == kind)
+                    && otherwise.iter().all(|o| k(o) == kind)
+            }
+        }
     }
 
     /// An unfusable subtree becomes an input (its own subtrees may still fuse).
@@ -240,6 +281,7 @@ impl FusedProgram {
                 inputs: Vec::new(),
                 out_type,
                 names: schema.fields.iter().map(|f| f.name.clone()).collect(),
+                plain: e.clone(),
             },
         };
         if c.compile(e)?.is_none() {
@@ -269,6 +311,11 @@ impl FusedProgram {
         self.out_type
     }
 
+    /// The expression tree the program computes.
+    pub fn plain(&self) -> &PhysExpr {
+        &self.plain
+    }
+
     pub fn evaluate(&self, batch: &Batch) -> ExecResult<Column> {
         let rows = batch.num_rows();
         let inputs = self
@@ -276,6 +323,21 @@ impl FusedProgram {
             .iter()
             .map(|e| e.evaluate(batch))
             .collect::<ExecResult<Vec<_>>>()?;
+        // Every column a register loads has that register's kind (checked once a batch,
+        // so the chunk loops below can read them as it).
+        for (instr, &kind) in self.instrs.iter().zip(&self.kinds) {
+            let col = match instr {
+                Instr::Load(c) => batch.column(*c),
+                Instr::Input(k) => &inputs[*k],
+                _ => continue,
+            };
+            if Kind::of(col.data_type()) != Some(kind) {
+                return Err(ExecError::Internal(format!(
+                    "a fused program expected a {kind:?} column, got {}",
+                    col.data_type()
+                )));
+            }
+        }
         let mut regs: Vec<Reg> = self.kinds.iter().map(|&k| Reg::new(k)).collect();
         // Constants fill their registers once.
         for (i, instr) in self.instrs.iter().enumerate() {

@@ -3,6 +3,7 @@
 //! fused program (see [`fused`]).
 
 pub mod fused;
+mod lazy;
 
 use morsel_planner::{BinaryOp, Expr, PlanSchema, ScalarFunc};
 use morsel_storage::{Batch, Column, DataType, ScalarValue, Schema};
@@ -14,6 +15,17 @@ use crate::kernels::{
     arith, boolean, cast, compare, int64_arg, math, select, string, temporal, text,
 };
 use morsel_storage::like::LikeMatcher;
+
+/// How an expression is evaluated: every operand over the whole batch, or CASE branches and
+/// COALESCE arguments only at the rows that reach them ([`PhysExpr::evaluate`]), or, for a
+/// predicate, also the right side of AND / OR only at the rows the left side left open
+/// ([`PhysExpr::evaluate_predicate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Fast,
+    Precise,
+    Predicate,
+}
 
 #[derive(Clone, Debug)]
 pub enum PhysExpr {
@@ -397,16 +409,117 @@ impl PhysExpr {
     }
 
     /// Evaluates this expression over every row of `batch`.
+    ///
+    /// Every operand is computed over the whole batch first (the fast way). Where that
+    /// fails and the tree holds a CASE or COALESCE, it is evaluated again the precise way
+    /// ([`lazy`]), where a branch or argument is computed only at the rows that reach it, so
+    /// that `CASE WHEN x <> 0 THEN 10 // x END` fails only where a row divides by zero.
     pub fn evaluate(&self, batch: &Batch) -> ExecResult<Column> {
+        match self.eval(batch, Mode::Fast) {
+            Err(_) if self.has_lazy_parts(Mode::Precise) => self.eval(batch, Mode::Precise),
+            result => result,
+        }
+    }
+
+    /// Evaluates a filter's predicate: as [`PhysExpr::evaluate`], and where that fails, the
+    /// right side of each AND / OR only where the left side has not decided the row (as
+    /// DuckDB filters: `x > 0 AND 10 // x = 5` does not fail where `x` is 0).
+    pub fn evaluate_predicate(&self, batch: &Batch) -> ExecResult<Column> {
+        match self.eval(batch, Mode::Fast) {
+            Err(_) if self.has_lazy_parts(Mode::Predicate) => lazy::filter(self, batch),
+            result => result,
+        }
+    }
+
+    /// Whether evaluating in `mode` can differ from the fast way: the tree holds a CASE or
+    /// COALESCE, or for a predicate an AND or OR (fused programs included).
+    fn has_lazy_parts(&self, mode: Mode) -> bool {
+        match self {
+            PhysExpr::Case { .. }
+            | PhysExpr::Function {
+                func: ScalarFunc::Coalesce,
+                ..
+            } => true,
+            PhysExpr::Binary {
+                op: BinaryOp::And | BinaryOp::Or,
+                ..
+            } if mode == Mode::Predicate => true,
+            PhysExpr::Fused(p) => p.plain().has_lazy_parts(mode),
+            other => {
+                let mut found = false;
+                other.for_each_child(&mut |c| found |= c.has_lazy_parts(mode));
+                found
+            }
+        }
+    }
+
+    /// Calls `f` on each direct child.
+    fn for_each_child(&self, f: &mut impl FnMut(&PhysExpr)) {
+        match self {
+            PhysExpr::Column(_) | PhysExpr::Literal { .. } | PhysExpr::Fused(_) => {}
+            PhysExpr::Binary { left, right, .. } => {
+                f(left);
+                f(right);
+            }
+            PhysExpr::Not(x)
+            | PhysExpr::Negative(x)
+            | PhysExpr::IsNull { expr: x, .. }
+            | PhysExpr::Cast { expr: x, .. }
+            | PhysExpr::Like { expr: x, .. } => f(x),
+            PhysExpr::Case {
+                branches,
+                otherwise,
+                ..
+            } => {
+                for (w, t) in branches {
+                    f(w);
+                    f(t);
+                }
+                otherwise.iter().for_each(|o| f(o));
+            }
+            PhysExpr::InList { expr, list, .. } => {
+                f(expr);
+                list.iter().for_each(f);
+            }
+            PhysExpr::Function { args, .. } => args.iter().for_each(f),
+        }
+    }
+
+    /// Evaluates over every row of `batch`, the fast or the precise way.
+    pub(crate) fn eval(&self, batch: &Batch, mode: Mode) -> ExecResult<Column> {
         let rows = batch.num_rows();
+        if mode != Mode::Fast {
+            match self {
+                PhysExpr::Case {
+                    branches,
+                    otherwise,
+                    ty,
+                } => return lazy::case(branches, otherwise.as_deref(), *ty, batch, mode),
+                PhysExpr::Function {
+                    func: ScalarFunc::Coalesce,
+                    args,
+                    ty,
+                } => return lazy::coalesce(args, *ty, batch, mode),
+                PhysExpr::Binary {
+                    left,
+                    op: op @ (BinaryOp::And | BinaryOp::Or),
+                    right,
+                } if mode == Mode::Predicate => {
+                    return lazy::and_or(left, *op == BinaryOp::And, right, batch)
+                }
+                PhysExpr::Fused(p) => return p.plain().eval(batch, mode),
+                _ => {}
+            }
+        }
+        let evaluate = |e: &PhysExpr, b: &Batch| e.eval(b, mode);
         Ok(match self {
             PhysExpr::Column(i) => batch.column(*i).clone(),
             PhysExpr::Literal { value, ty } => cast::broadcast(value, *ty, rows)?,
             PhysExpr::Binary { left, op, right } if op.is_comparison() => {
-                Column::Boolean(compare_exprs(*op, left, right, batch)?)
+                Column::Boolean(compare_exprs(*op, left, right, batch, mode)?)
             }
             PhysExpr::Binary { left, op, right } => {
-                let (l, r) = (left.evaluate(batch)?, right.evaluate(batch)?);
+                let (l, r) = (evaluate(left, batch)?, evaluate(right, batch)?);
                 match op {
                     BinaryOp::And => Column::Boolean(boolean::and(
                         boolean::as_boolean(&l)?,
@@ -422,13 +535,13 @@ impl PhysExpr {
                 }
             }
             PhysExpr::Not(x) => {
-                Column::Boolean(boolean::not(boolean::as_boolean(&x.evaluate(batch)?)?))
+                Column::Boolean(boolean::not(boolean::as_boolean(&evaluate(x, batch)?)?))
             }
-            PhysExpr::Negative(x) => arith::negate(&x.evaluate(batch)?)?,
+            PhysExpr::Negative(x) => arith::negate(&evaluate(x, batch)?)?,
             PhysExpr::IsNull { expr, negated } => {
-                Column::Boolean(boolean::is_null(&expr.evaluate(batch)?, *negated))
+                Column::Boolean(boolean::is_null(&evaluate(expr, batch)?, *negated))
             }
-            PhysExpr::Cast { expr, to } => cast::cast(&expr.evaluate(batch)?, *to)?,
+            PhysExpr::Cast { expr, to } => cast::cast(&evaluate(expr, batch)?, *to)?,
             PhysExpr::Case {
                 branches,
                 otherwise,
@@ -439,7 +552,7 @@ impl PhysExpr {
                 let mut choice = vec![u32::MAX; rows];
                 let mut decided = vec![false; rows];
                 for (k, (when, then)) in branches.iter().enumerate() {
-                    let cond = when.evaluate(batch)?;
+                    let cond = evaluate(when, batch)?;
                     let mask = boolean::as_boolean(&cond)?.true_mask();
                     for i in mask.set_indices() {
                         if !decided[i] {
@@ -447,10 +560,10 @@ impl PhysExpr {
                             choice[i] = k as u32;
                         }
                     }
-                    values.push(then.evaluate(batch)?);
+                    values.push(evaluate(then, batch)?);
                 }
                 if let Some(o) = otherwise {
-                    values.push(o.evaluate(batch)?);
+                    values.push(evaluate(o, batch)?);
                     let k = (values.len() - 1) as u32;
                     for i in 0..rows {
                         if !decided[i] {
@@ -466,7 +579,7 @@ impl PhysExpr {
                 list,
                 negated,
             } => {
-                let v = expr.evaluate(batch)?;
+                let v = evaluate(expr, batch)?;
                 // A list of constants is one pass over the rows, not one comparison with a
                 // column of copies per item.
                 let constants = list
@@ -482,7 +595,7 @@ impl PhysExpr {
                 }
                 let mut acc: Option<morsel_storage::BooleanColumn> = None;
                 for item in list {
-                    let eq = compare::compare(BinaryOp::Eq, &v, &item.evaluate(batch)?)?;
+                    let eq = compare::compare(BinaryOp::Eq, &v, &evaluate(item, batch)?)?;
                     acc = Some(match acc {
                         None => eq,
                         Some(a) => boolean::or(&a, &eq),
@@ -495,11 +608,11 @@ impl PhysExpr {
                 expr,
                 matcher,
                 negated,
-            } => Column::Boolean(matcher.eval(string::as_utf8(&expr.evaluate(batch)?)?, *negated)),
+            } => Column::Boolean(matcher.eval(string::as_utf8(&evaluate(expr, batch)?)?, *negated)),
             PhysExpr::Function { func, args, ty } => {
                 let cols = args
                     .iter()
-                    .map(|a| a.evaluate(batch))
+                    .map(|a| evaluate(a, batch))
                     .collect::<ExecResult<Vec<_>>>()?;
                 eval_function(*func, &cols, *ty, rows)?
             }
@@ -600,20 +713,21 @@ fn compare_exprs(
     left: &PhysExpr,
     right: &PhysExpr,
     batch: &Batch,
+    mode: Mode,
 ) -> ExecResult<morsel_storage::BooleanColumn> {
     if let Some(value) = right.constant() {
-        let l = left.evaluate(batch)?;
+        let l = left.eval(batch, mode)?;
         if let Some(out) = compare::compare_scalar(op, &l, &value) {
             return Ok(out);
         }
-        return compare::compare(op, &l, &right.evaluate(batch)?);
+        return compare::compare(op, &l, &right.eval(batch, mode)?);
     }
     if let Some(value) = left.constant() {
-        let r = right.evaluate(batch)?;
+        let r = right.eval(batch, mode)?;
         if let Some(out) = compare::compare_scalar(op.swap(), &r, &value) {
             return Ok(out);
         }
-        return compare::compare(op, &left.evaluate(batch)?, &r);
+        return compare::compare(op, &left.eval(batch, mode)?, &r);
     }
-    compare::compare(op, &left.evaluate(batch)?, &right.evaluate(batch)?)
+    compare::compare(op, &left.eval(batch, mode)?, &right.eval(batch, mode)?)
 }

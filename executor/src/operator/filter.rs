@@ -13,6 +13,9 @@
 //! through untouched. Comparisons of one integer-like column with constants (a date range),
 //! or of one DOUBLE column with numbers (`BETWEEN`), run as one range test per row.
 //!
+//! A conjunct that fails over the whole batch runs again over the survivors of the ones
+//! before it, so that only rows the predicate reaches can fail the query.
+//!
 //! A scan's filter can also test whether a column's value is a key of a hash join's built
 //! side (see `physical::join`): rows it rules out would find no match in the join above.
 
@@ -257,16 +260,32 @@ impl Selection {
                 }
             }
             if cheap {
-                // Cheaper on every row than gathering every column at the listed ones.
-                let cond = c.evaluate(&self.batch)?;
-                let pass = boolean::as_boolean(&cond)?.true_mask();
-                compare::retain(r, |_| {}, |i| pass.get(i));
-                return Ok(());
+                // Cheaper on every row than gathering every column at the listed ones (if
+                // it fails there, it runs on the listed rows below).
+                if let Ok(cond) = c.evaluate_predicate(&self.batch) {
+                    let pass = boolean::as_boolean(&cond)?.true_mask();
+                    compare::retain(r, |_| {}, |i| pass.get(i));
+                    return Ok(());
+                }
             }
             self.batch = select::take_batch(&self.batch, r)?;
             self.rows = None;
         }
-        let cond = c.evaluate(&self.batch)?;
+        let cond = match c.evaluate_predicate(&self.batch) {
+            Ok(cond) => cond,
+            // A conjunct may fail only at rows an earlier one ruled out (`x > 0 AND 10 // x
+            // = 5`): it runs again on the survivors alone, whose error is the query's.
+            Err(_) if self.kept.is_some() => {
+                let rows = self
+                    .kept
+                    .take()
+                    .map(|k| k.set_positions())
+                    .unwrap_or_default();
+                self.batch = select::take_batch(&self.batch, &rows)?;
+                c.evaluate_predicate(&self.batch)?
+            }
+            Err(e) => return Err(e),
+        };
         self.and(boolean::as_boolean(&cond)?.true_mask());
         Ok(())
     }
