@@ -22,6 +22,9 @@ pub enum Error {
     Storage(StorageError),
     #[error("{0}")]
     Invalid(String),
+    /// A panic inside the engine, contained (`guard::contain`): a bug in morsel.
+    #[error("internal error (a bug in morsel) in the query `{query}`: {message}")]
+    Internal { query: String, message: String },
 }
 
 impl From<SqlError> for Error {

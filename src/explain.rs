@@ -122,7 +122,12 @@ pub(crate) fn run_profiled(
     let batches = morsel_executor::execute(&optimized, &ctx)?;
     let wall_time = run.elapsed();
     let schema = Arc::new(optimized.schema().to_schema());
-    let pipelines = ctx.metrics.pipelines.lock().expect("metrics").clone();
+    let pipelines = ctx
+        .metrics
+        .pipelines
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     let result = QueryResult::new(schema, batches);
     let profile = QueryProfile {
         threads,
@@ -230,7 +235,12 @@ fn pipelines(session: &Session, plan: &LogicalPlan) -> Result<Vec<PipelineStats>
     let mut ctx = session.exec_context();
     ctx.explain_only = true;
     morsel_executor::execute(plan, &ctx)?;
-    let pipelines = ctx.metrics.pipelines.lock().expect("metrics").clone();
+    let pipelines = ctx
+        .metrics
+        .pipelines
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     Ok(pipelines)
 }
 

@@ -10,6 +10,7 @@ use morsel_storage::{Batch, ScalarValue, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::format::render_table;
+use crate::guard;
 use crate::session::Session;
 
 #[derive(Clone)]
@@ -103,13 +104,20 @@ impl LazyFrame {
     /// What SQL's `EXPLAIN` prints: the optimized plan with estimated rows, then the
     /// physical plan (pipelines, fused programs, strategies).
     pub fn explain(&self) -> Result<String> {
-        crate::explain::explain_text(&self.session, &self.logical_plan()?, false)
+        let plan = self.logical_plan()?;
+        guard::contain(
+            || self.describe(),
+            || crate::explain::explain_text(&self.session, &plan, false),
+        )
     }
 
     /// Runs the query and returns what each pipeline stage did (EXPLAIN ANALYZE as data).
     pub fn explain_analyze(&self) -> Result<crate::explain::QueryProfile> {
         let plan = self.logical_plan()?;
-        Ok(crate::explain::run_profiled(&self.session, &plan)?.1)
+        guard::contain(
+            || self.describe(),
+            || Ok(crate::explain::run_profiled(&self.session, &plan)?.1),
+        )
     }
 
     pub fn schema(&self) -> Result<SchemaRef> {
@@ -118,14 +126,29 @@ impl LazyFrame {
 
     /// Optimizes and runs the query.
     pub fn collect(&self) -> Result<QueryResult> {
-        let plan = self
-            .session
-            .optimizer()?
-            .optimize(self.logical_plan()?, None)?;
+        let plan = self.logical_plan()?;
+        guard::contain(|| self.describe(), || self.run(plan))
+    }
+
+    /// The plan as text, for an internal error's message.
+    fn describe(&self) -> String {
+        self.check()
+            .map(|b| b.plan().to_string())
+            .unwrap_or_default()
+    }
+
+    fn run(&self, plan: LogicalPlan) -> Result<QueryResult> {
+        let plan = self.session.optimizer()?.optimize(plan, None)?;
         let schema = std::sync::Arc::new(plan.schema().to_schema());
         let ctx = self.session.exec_context();
         let batches = morsel_executor::execute(&plan, &ctx)?;
-        let mut skipped = std::mem::take(&mut *ctx.metrics.skipped_rows.lock().expect("metrics"));
+        let mut skipped = std::mem::take(
+            &mut *ctx
+                .metrics
+                .skipped_rows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         skipped.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
         Ok(QueryResult {
             schema,

@@ -23,6 +23,7 @@ pub mod allocator;
 mod error;
 mod explain;
 mod format;
+mod guard;
 mod lazy;
 mod session;
 mod statements;

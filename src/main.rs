@@ -186,6 +186,11 @@ fn print_result(result: &QueryResult, format: Format) -> Result<(), String> {
 
 fn main() -> ExitCode {
     morsel::allocator::retain_freed_memory();
+    // A panic inside the engine comes back as that statement's internal error (printed
+    // below); the default hook's second report is kept for RUST_BACKTRACE runs.
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -13,6 +13,7 @@ use morsel_storage::csv::{glob, CsvInput, CsvOptions, CsvReader};
 use morsel_storage::{Batch, SchemaRef};
 
 use crate::error::{Error, Result};
+use crate::guard;
 use crate::lazy::{LazyFrame, QueryResult};
 
 /// A catalog entry: a table (a CSV file or in-memory batches) or a view.
@@ -79,28 +80,19 @@ impl Session {
             .filter(|n| !n.is_empty())
             .collect();
         morsel_planner::Optimizer::without(&names)?;
-        *self.state.disabled_rules.write().expect("config lock") = names;
+        *guard::write(&self.state.disabled_rules) = names;
         Ok(())
     }
 
     /// The optimizer with this session's rules.
     pub(crate) fn optimizer(&self) -> Result<morsel_planner::Optimizer> {
-        let disabled = self
-            .state
-            .disabled_rules
-            .read()
-            .expect("config lock")
-            .clone();
+        let disabled = guard::read(&self.state.disabled_rules).clone();
         Ok(morsel_planner::Optimizer::without(&disabled)?)
     }
 
     pub(crate) fn exec_context(&self) -> ExecContext {
         let mut ctx = ExecContext::new(self.state.threads);
-        ctx.fusion = !self
-            .state
-            .disabled_rules
-            .read()
-            .expect("config lock")
+        ctx.fusion = !guard::read(&self.state.disabled_rules)
             .iter()
             .any(|r| r.eq_ignore_ascii_case("fuse_expressions"));
         ctx
@@ -165,7 +157,7 @@ impl Session {
 
     /// Adds or replaces the catalog entry `name`.
     pub(crate) fn put(&self, name: &str, object: Object) {
-        let mut tables = self.state.tables.write().expect("catalog lock");
+        let mut tables = guard::write(&self.state.tables);
         tables.insert(
             name.to_ascii_lowercase(),
             Entry {
@@ -177,7 +169,7 @@ impl Session {
 
     /// The catalog entry `name`, if any.
     pub(crate) fn entry(&self, name: &str) -> Option<Object> {
-        let tables = self.state.tables.read().expect("catalog lock");
+        let tables = guard::read(&self.state.tables);
         tables
             .get(&name.to_ascii_lowercase())
             .map(|e| e.object.clone())
@@ -185,13 +177,13 @@ impl Session {
 
     /// Removes the catalog entry `name`.
     pub(crate) fn remove(&self, name: &str) {
-        let mut tables = self.state.tables.write().expect("catalog lock");
+        let mut tables = guard::write(&self.state.tables);
         tables.remove(&name.to_ascii_lowercase());
     }
 
     /// The names of every table and view, sorted.
     pub fn table_names(&self) -> Vec<String> {
-        let tables = self.state.tables.read().expect("catalog lock");
+        let tables = guard::read(&self.state.tables);
         let mut names: Vec<String> = tables.values().map(|e| e.name.clone()).collect();
         names.sort();
         names
@@ -234,6 +226,10 @@ impl Session {
 
     /// One SQL query as a lazy frame (to refine further, explain, or collect).
     pub fn sql(&self, query: &str) -> Result<LazyFrame> {
+        guard::contain(|| query.to_string(), || self.sql_unguarded(query))
+    }
+
+    fn sql_unguarded(&self, query: &str) -> Result<LazyFrame> {
         let stmts = morsel_sql::parse(query)?;
         let [stmt] = stmts.as_slice() else {
             return Err(Error::Invalid(format!(
@@ -282,19 +278,10 @@ impl Session {
         script: &str,
         mut each: impl FnMut(StatementDone) -> ControlFlow<()>,
     ) -> Result<()> {
-        let stmts = morsel_sql::parse(script)?;
+        let stmts = guard::contain(|| script.to_string(), || Ok(morsel_sql::parse(script)?))?;
         for (index, stmt) in stmts.iter().enumerate() {
             let started = Instant::now();
-            let result = match morsel_sql::plan_statement(stmt, self)? {
-                Statement::Query(plan) => self.run_plan(plan)?,
-                Statement::Explain {
-                    plan,
-                    verbose,
-                    analyze,
-                    format,
-                } => crate::explain::explain(self, &plan, verbose, analyze, format)?,
-                other => self.run_statement(other)?,
-            };
+            let result = guard::contain(|| stmt.to_string(), || self.run_parsed(stmt))?;
             let done = StatementDone {
                 index,
                 of: stmts.len(),
@@ -306,6 +293,22 @@ impl Session {
             }
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// Binds, plans and runs one parsed statement.
+    fn run_parsed(&self, stmt: &morsel_sql::ast::Statement) -> Result<QueryResult> {
+        Ok(match morsel_sql::plan_statement(stmt, self)? {
+            Statement::Query(plan) => self.run_plan(plan)?,
+            Statement::Explain {
+                plan,
+                verbose,
+                analyze,
+                format,
+            } => crate::explain::explain(self, &plan, verbose, analyze, format)?,
+            other => self.run_statement(other)?,
+        })
     }
 }
 
