@@ -94,7 +94,9 @@ pub(crate) fn memoized<R>(f: impl FnOnce() -> R) -> R {
         let mut m = m.borrow_mut();
         m.is_none().then(|| *m = Some(Memo::default())).is_some()
     });
-    let _guard = started.then_some(Outermost);
+    // (Not `then_some`: its argument is built, and dropped, even where the memo was
+    // already there, which would end the outer call's memo.)
+    let _guard = if started { Some(Outermost) } else { None };
     f()
 }
 
