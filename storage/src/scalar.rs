@@ -103,9 +103,10 @@ impl ScalarValue {
     }
 }
 
-/// Rounds half away from zero, as SQL casts from DOUBLE to integer types do.
+/// Rounds half to even, as DuckDB's casts from DOUBLE to integer types do (`-4.5` is `-4`,
+/// `5.5` is `6`).
 pub fn float_to_int(v: f64) -> Option<i64> {
-    let r = v.round();
+    let r = v.round_ties_even();
     if r.is_finite() && r >= i64::MIN as f64 && r < i64::MAX as f64 {
         Some(r as i64)
     } else {
@@ -155,10 +156,13 @@ mod tests {
             ScalarValue::Date32(10561)
         );
         assert!(s.cast_to(DataType::Float64).is_err());
-        assert_eq!(
-            ScalarValue::Float64(2.5).cast_to(DataType::Int64).unwrap(),
-            ScalarValue::Int64(3)
-        );
+        // DOUBLE to integer rounds half to even, as DuckDB's DOUBLE casts do.
+        for (x, want) in [(2.5, 2), (3.5, 4), (-4.5, -4), (-0.5, 0), (2.6, 3)] {
+            assert_eq!(
+                ScalarValue::Float64(x).cast_to(DataType::Int64).unwrap(),
+                ScalarValue::Int64(want)
+            );
+        }
         assert!(ScalarValue::Int64(1 << 40)
             .cast_to(DataType::Int32)
             .is_err());

@@ -79,23 +79,28 @@ pub fn substring(
             b.push_null();
             continue;
         };
-        let end = match len {
-            None => i64::MAX,
+        // As DuckDB: a negative start counts from the end (-1 is the last character), and
+        // a negative length takes the characters before the start.
+        let st = if st < 0 {
+            (text.chars().count() as i64)
+                .saturating_add(st)
+                .saturating_add(1)
+        } else {
+            st
+        };
+        let (from, end) = match len {
+            None => (st, i64::MAX),
             Some(l) => match l.get(i) {
                 None => {
                     b.push_null();
                     continue;
                 }
-                Some(n) if n < 0 => {
-                    return Err(ExecError::Unsupported(
-                        "substring with a negative length".into(),
-                    ))
-                }
-                Some(n) => st.saturating_add(n),
+                Some(n) if n < 0 => (st.saturating_add(n), st),
+                Some(n) => (st, st.saturating_add(n)),
             },
         };
         // Characters at 1-based positions `from..end`, sliced out of the text in place.
-        let from = st.max(1);
+        let from = from.max(1);
         b.push(if end <= from {
             ""
         } else {
@@ -128,7 +133,16 @@ mod tests {
 
     /// The characters at SQL positions `start..start + len`, picked one by one.
     fn by_chars(text: &str, start: i64, len: Option<i64>) -> String {
-        let end = len.map_or(i64::MAX, |n| start.saturating_add(n));
+        let start = if start < 0 {
+            text.chars().count() as i64 + start + 1
+        } else {
+            start
+        };
+        let (start, end) = match len {
+            None => (start, i64::MAX),
+            Some(n) if n < 0 => (start + n, start),
+            Some(n) => (start, start + n),
+        };
         let pos = |k: usize| k as i64 + 1;
         let picked = text.chars().enumerate();
         picked
@@ -151,7 +165,16 @@ mod tests {
         ];
         let col = Utf8Column::from_strs(texts);
         for start in -3..14i64 {
-            for len in [None, Some(0), Some(1), Some(2), Some(5), Some(40)] {
+            for len in [
+                None,
+                Some(-7),
+                Some(-2),
+                Some(0),
+                Some(1),
+                Some(2),
+                Some(5),
+                Some(40),
+            ] {
                 let starts = PrimitiveColumn::from_options(vec![Some(start); texts.len()]);
                 let lens = len.map(|n| PrimitiveColumn::from_options(vec![Some(n); texts.len()]));
                 let got = substring(&col, &starts, lens.as_ref()).unwrap();

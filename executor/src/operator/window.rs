@@ -367,12 +367,14 @@ impl Ctx<'_> {
                             qe
                         }
                     }
+                    // Offsets reach up to i64::MAX rows: the arithmetic saturates, and
+                    // the partition's ends clamp it.
                     (FrameUnits::Rows, FrameBound::Preceding(v)) => {
-                        let t = k as i64 - v as i64 + !is_start as i64;
+                        let t = (k as i64 + !is_start as i64).saturating_sub(v as i64);
                         t.clamp(p.start as i64, p.end as i64) as usize
                     }
                     (FrameUnits::Rows, FrameBound::Following(v)) => {
-                        let t = k as i64 + v as i64 + !is_start as i64;
+                        let t = (k as i64 + !is_start as i64).saturating_add(v as i64);
                         t.clamp(p.start as i64, p.end as i64) as usize
                     }
                     (FrameUnits::Range, b) => match &range_keys {

@@ -133,6 +133,11 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
         Expr::Not(e) => Expr::Not(Box::new(boolean(*e, schema, "NOT")?)),
         Expr::Negative(e) => {
             let (e, t) = typed(*e, schema)?;
+            // An untyped NULL negated is a BIGINT NULL (as in DuckDB).
+            let (e, t) = match t {
+                DataType::Null => (cast(e, t, DataType::Int64)?, DataType::Int64),
+                t => (e, t),
+            };
             if !t.is_numeric() {
                 return Err(PlanError::mismatch(format!(
                     "cannot negate {} ({e})",
@@ -159,6 +164,22 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             high,
             negated,
         } => {
+            // A NULL tested against a range is NULL, but the bounds are still computed (and
+            // may fail), as in DuckDB.
+            if matches!(*expr, Expr::Literal(ScalarValue::Null))
+                || matches!(&*expr, Expr::Cast { expr: x, .. } if matches!(**x, Expr::Literal(ScalarValue::Null)))
+            {
+                let bounds_known = (*low).is_null().or((*high).is_null());
+                return coerce(
+                    Expr::Case {
+                        operand: None,
+                        branches: vec![(bounds_known, Expr::Literal(ScalarValue::Null))],
+                        otherwise: None,
+                    }
+                    .cast(DataType::Boolean),
+                    schema,
+                );
+            }
             let range = (*expr.clone()).gt_eq(*low).and((*expr).lt_eq(*high));
             let range = coerce(range, schema)?;
             if negated {
@@ -249,6 +270,7 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
                         "aggregate calls cannot be nested: {a}"
                     )));
                 }
+                let (a, t) = untyped_agg_arg(func, a, t)?;
                 let a = match func {
                     AggFunc::Sum | AggFunc::Avg if t == DataType::Int32 => {
                         cast(a, t, DataType::Int64)?
@@ -288,6 +310,16 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             }
         }
     })
+}
+
+/// An aggregate over an untyped NULL aggregates INTEGER NULLs (as DuckDB does), except
+/// where the aggregate names its argument's type itself.
+fn untyped_agg_arg(func: AggFunc, a: Expr, t: DataType) -> PlanResult<(Expr, DataType)> {
+    match (func, t) {
+        (AggFunc::BoolAnd | AggFunc::BoolOr | AggFunc::StringAgg, _) => Ok((a, t)),
+        (_, DataType::Null) => Ok((cast(a, t, DataType::Int32)?, DataType::Int32)),
+        _ => Ok((a, t)),
+    }
 }
 
 /// Window calls: arguments as for the aggregate or function, then the PARTITION BY and ORDER
@@ -331,6 +363,7 @@ fn coerce_window(w: super::WindowExpr, schema: &PlanSchema) -> PlanResult<Expr> 
             let mut out = Vec::with_capacity(w.args.len());
             for a in w.args {
                 let (a, t) = typed(a, schema)?;
+                let (a, t) = untyped_agg_arg(func, a, t)?;
                 out.push(match func {
                     AggFunc::Sum | AggFunc::Avg if t == DataType::Int32 => {
                         cast(a, t, DataType::Int64)?
@@ -359,8 +392,23 @@ fn coerce_window(w: super::WindowExpr, schema: &PlanSchema) -> PlanResult<Expr> 
         W::Lag | W::Lead => {
             let mut it = w.args.into_iter();
             let (x, xt) = typed(it.next().expect("checked"), schema)?;
-            let mut out = vec![x];
-            if let Some(off) = it.next() {
+            let offset = it.next();
+            let default = it.next().map(|d| typed(d, schema)).transpose()?;
+            // The value and its default meet at one type (an untyped NULL takes the
+            // other's, or INTEGER).
+            let t = match &default {
+                Some((_, dt)) => {
+                    common_type(xt, *dt).ok_or_else(|| PlanError::cannot_apply(name, xt, *dt))?
+                }
+                None => xt,
+            };
+            let t = if t == DataType::Null {
+                DataType::Int32
+            } else {
+                t
+            };
+            let mut out = vec![cast(x, xt, t)?];
+            if let Some(off) = offset {
                 let (o, ot) = typed(off, schema)?;
                 if !matches!(o, Expr::Literal(_)) || !ot.is_integer() {
                     return Err(PlanError::Invalid(format!(
@@ -369,13 +417,8 @@ fn coerce_window(w: super::WindowExpr, schema: &PlanSchema) -> PlanResult<Expr> 
                 }
                 out.push(cast(o, ot, DataType::Int64)?);
             }
-            if let Some(default) = it.next() {
-                let (d, dt) = typed(default, schema)?;
-                if dt != xt && dt != DataType::Null && xt != DataType::Null {
-                    out.push(cast(d, dt, xt)?);
-                } else {
-                    out.push(d);
-                }
+            if let Some((d, dt)) = default {
+                out.push(cast(d, dt, t)?);
             }
             out
         }
@@ -457,7 +500,24 @@ fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> 
         let t = common_type(lt, rt).ok_or_else(|| PlanError::cannot_apply(op.symbol(), lt, rt))?;
         return bin(cast(l, lt, t)?, cast(r, rt, t)?);
     }
-    // Arithmetic. Dates first: date +/- integer days, date - date = days.
+    // Arithmetic. Dates first: date +/- integer days, date - date = days. An untyped NULL
+    // beside a date is the number of days when added or subtracted from it, and a date
+    // when a date is subtracted from it.
+    let (r, rt) = match (lt, op, rt) {
+        (DataType::Date32, Plus | Minus, DataType::Null) => {
+            (cast(r, rt, DataType::Int64)?, DataType::Int64)
+        }
+        _ => (r, rt),
+    };
+    let (l, lt) = match (lt, op, rt) {
+        (DataType::Null, Plus, DataType::Date32) => {
+            (cast(l, lt, DataType::Int64)?, DataType::Int64)
+        }
+        (DataType::Null, Minus, DataType::Date32) => {
+            (cast(l, lt, DataType::Date32)?, DataType::Date32)
+        }
+        _ => (l, lt),
+    };
     match (lt, op, rt) {
         (DataType::Date32, Plus | Minus, t) if t.is_integer() => {
             let n = cast(r, rt, DataType::Int64)?;
@@ -477,6 +537,12 @@ fn coerce_binary(left: Expr, op: BinaryOp, right: Expr, schema: &PlanSchema) -> 
             return bin(cast(l, lt, DataType::Int64)?, cast(r, rt, DataType::Int64)?);
         }
         _ => {}
+    }
+    // An untyped NULL operand makes the result an untyped NULL, which takes the type its
+    // context asks for (`nullif(dt, NULL - i)` compares dates), as in DuckDB.
+    let untyped = |e: &Expr| matches!(e, Expr::Literal(ScalarValue::Null));
+    if untyped(&l) || untyped(&r) {
+        return Ok(Expr::Literal(ScalarValue::Null));
     }
     let t = match common_type(lt, rt) {
         Some(DataType::Null) => DataType::Int32,
@@ -542,6 +608,13 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
             expect_args(func, &typed_args, 1, if func == Round { 2 } else { 1 })?;
             let mut it = typed_args.into_iter();
             let (x, t) = it.next().expect("checked");
+            // An untyped NULL takes the type DuckDB gives it here: BIGINT for abs() and
+            // round(), DOUBLE for floor() and ceil().
+            let (x, t) = match (t, func) {
+                (DataType::Null, Abs | Round) => (cast(x, t, DataType::Int64)?, DataType::Int64),
+                (DataType::Null, _) => (cast(x, t, DataType::Float64)?, DataType::Float64),
+                (t, _) => (x, t),
+            };
             if !t.is_numeric() {
                 return Err(PlanError::mismatch(format!(
                     "{}() expects a number, got {} ({x})",

@@ -119,6 +119,11 @@ impl PlanBuilder {
         }
         let predicate = coerce(predicate, schema)?;
         let t = predicate.data_type(schema)?;
+        // An untyped NULL predicate (`WHERE NULL`) is a BOOLEAN NULL: it keeps no row.
+        let predicate = match t {
+            DataType::Null => predicate.cast(DataType::Boolean),
+            _ => predicate,
+        };
         if t != DataType::Boolean && t != DataType::Null {
             return Err(PlanError::mismatch(format!(
                 "filter must be BOOLEAN, got {} ({predicate})",
@@ -143,18 +148,7 @@ impl PlanBuilder {
                         "aggregate {e} outside of an aggregation"
                     )));
                 }
-                let e = coerce(e, input)?;
-                Ok(match e.data_type(input)? {
-                    DataType::Null => {
-                        let name = e.output_name();
-                        Expr::Cast {
-                            expr: Box::new(e.unalias()),
-                            to: DataType::Int32,
-                        }
-                        .alias(name)
-                    }
-                    _ => e,
-                })
+                typed_output(coerce(e, input)?, input)
             })
             .collect::<PlanResult<Vec<_>>>()?;
         let fields = exprs
@@ -181,7 +175,7 @@ impl PlanBuilder {
                         "cannot group by an aggregate: {e}"
                     )));
                 }
-                coerce(e, input)
+                typed_output(coerce(e, input)?, input)
             })
             .collect::<PlanResult<Vec<_>>>()?;
         let aggs = aggs
@@ -488,6 +482,18 @@ impl PlanBuilder {
             },
         }
     }
+}
+
+/// An output column of an untyped NULL expression becomes INTEGER, under its own name (as
+/// in DuckDB's `SELECT NULL`).
+fn typed_output(e: Expr, input: &PlanSchema) -> PlanResult<Expr> {
+    Ok(match e.data_type(input)? {
+        DataType::Null => {
+            let name = e.output_name();
+            e.unalias().cast(DataType::Int32).alias(name)
+        }
+        _ => e,
+    })
 }
 
 /// Untyped NULL columns become INTEGER (as in DuckDB's `SELECT NULL`).

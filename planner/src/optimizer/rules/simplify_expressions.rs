@@ -10,7 +10,7 @@
 use morsel_storage::ScalarValue;
 
 use crate::error::PlanResult;
-use crate::expr::{BinaryOp, Expr};
+use crate::expr::{BinaryOp, Expr, ScalarFunc};
 use crate::optimizer::OptimizerRule;
 use crate::plan::LogicalPlan;
 use crate::schema::PlanSchema;
@@ -68,6 +68,32 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
                 schema,
             }
         }
+        LogicalPlan::Aggregate {
+            input,
+            group,
+            aggs,
+            schema,
+        } => {
+            // Aggregate arguments, under the aggregate's own output name.
+            let aggs = aggs
+                .into_iter()
+                .map(|a| {
+                    let name = a.output_name();
+                    let s = simplify(a.clone(), input.schema());
+                    if s == a {
+                        a
+                    } else {
+                        s.unalias().alias(name)
+                    }
+                })
+                .collect();
+            LogicalPlan::Aggregate {
+                input,
+                group,
+                aggs,
+                schema,
+            }
+        }
         LogicalPlan::Scan(mut scan) => {
             let schema = scan.schema.clone();
             scan.filters = scan
@@ -96,6 +122,13 @@ pub fn simplify(e: Expr, schema: &PlanSchema) -> Expr {
 }
 
 fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
+    // Arithmetic, comparisons, negation and functions that are NULL for a NULL argument,
+    // given a NULL constant, are NULL whatever their other operands are, so those are not
+    // computed (as DuckDB folds them: `CAST(d AS INTEGER) + NULL` is NULL even where the
+    // cast would fail).
+    if null_in_null_out(&e) {
+        return typed_null(e, schema);
+    }
     match e {
         Expr::Binary {
             left,
@@ -165,6 +198,10 @@ fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
             other => Expr::Negative(Box::new(other)),
         },
         Expr::Cast { expr, to } => match *expr {
+            // A cast of a NULL constant is a NULL of the outer type.
+            Expr::Cast { expr: inner, .. } if is_null_constant(&inner) => {
+                Expr::Literal(ScalarValue::Null).cast(to)
+            }
             Expr::Literal(v) if !v.is_null() => match v.cast_to(to) {
                 Ok(c) => Expr::Literal(c),
                 Err(_) => Expr::Cast {
@@ -182,8 +219,110 @@ fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
             op: BinaryOp::Eq,
             right,
         } if left == right && !left.nullable(schema) && is_deterministic(&left) => boolean(true),
+        Expr::Case {
+            operand: None,
+            branches,
+            otherwise,
+        } => simplify_case(branches, otherwise, schema),
+        // Their NULL constant arguments change nothing (some argument is not one).
+        Expr::Function {
+            func: func @ (ScalarFunc::Coalesce | ScalarFunc::Greatest | ScalarFunc::Least),
+            args,
+        } if args.iter().any(is_null_constant) => {
+            let mut args: Vec<Expr> = args.into_iter().filter(|a| !is_null_constant(a)).collect();
+            if args.len() == 1 {
+                args.pop().expect("one argument")
+            } else {
+                Expr::Function { func, args }
+            }
+        }
         other => other,
     }
+}
+
+/// A NULL of `e`'s type (or `e` itself where its type cannot be derived).
+fn typed_null(e: Expr, schema: &PlanSchema) -> Expr {
+    match e.data_type(schema) {
+        Ok(t) => Expr::Literal(ScalarValue::Null).cast(t),
+        Err(_) => e,
+    }
+}
+
+/// `CASE`: branches whose condition is a FALSE or NULL constant go; a first branch whose
+/// condition is TRUE is the answer.
+fn simplify_case(
+    branches: Vec<(Expr, Expr)>,
+    otherwise: Option<Box<Expr>>,
+    schema: &PlanSchema,
+) -> Expr {
+    let whole = |branches, otherwise| Expr::Case {
+        operand: None,
+        branches,
+        otherwise,
+    };
+    let never = |w: &Expr| is_bool(w, false) || is_null_constant(w);
+    if branches.iter().any(|(w, _)| never(w) || is_bool(w, true)) {
+        // The CASE's type, before the branches that give it go.
+        let Ok(t) = whole(branches.clone(), otherwise.clone()).data_type(schema) else {
+            return whole(branches, otherwise);
+        };
+        let branches: Vec<_> = branches.into_iter().filter(|(w, _)| !never(w)).collect();
+        return match (branches.first(), otherwise) {
+            (Some((w, then)), _) if is_bool(w, true) => then.clone(),
+            (None, Some(o)) => *o,
+            (None, None) => Expr::Literal(ScalarValue::Null).cast(t),
+            (Some(_), otherwise) => simplify_case(branches, otherwise, schema),
+        };
+    }
+    whole(branches, otherwise)
+}
+
+/// A NULL literal, or a cast of one.
+fn is_null_constant(x: &Expr) -> bool {
+    match x {
+        Expr::Literal(ScalarValue::Null) => true,
+        Expr::Cast { expr, .. } => is_null_constant(expr),
+        _ => false,
+    }
+}
+
+/// An operator or function that is NULL when an operand is, applied to a NULL constant.
+fn null_in_null_out(e: &Expr) -> bool {
+    let is_null = is_null_constant;
+    match e {
+        Expr::Negative(x) | Expr::Not(x) => is_null(x),
+        Expr::InList { expr, .. } => is_null(expr),
+        Expr::Like { expr, pattern, .. } => is_null(expr) || is_null(pattern),
+        // coalesce(), greatest() and least() skip NULLs: NULL only when all are.
+        Expr::Function { func, args } => match func {
+            ScalarFunc::Coalesce | ScalarFunc::Greatest | ScalarFunc::Least => {
+                args.iter().all(is_null)
+            }
+            ScalarFunc::Concat => false,
+            _ => args.iter().any(is_null),
+        },
+        e => null_arithmetic(e, is_null),
+    }
+}
+
+/// An arithmetic operator or comparison one of whose operands is a NULL constant.
+fn null_arithmetic(e: &Expr, is_null: fn(&Expr) -> bool) -> bool {
+    matches!(e, Expr::Binary { left, op, right }
+        if matches!(
+            op,
+            BinaryOp::Plus
+                | BinaryOp::Minus
+                | BinaryOp::Multiply
+                | BinaryOp::Divide
+                | BinaryOp::IntDivide
+                | BinaryOp::Modulo
+                | BinaryOp::Eq
+                | BinaryOp::NotEq
+                | BinaryOp::Lt
+                | BinaryOp::LtEq
+                | BinaryOp::Gt
+                | BinaryOp::GtEq
+        ) && (is_null(left) || is_null(right)))
 }
 
 /// `l op r` for two non-NULL literals of one type, when it cannot fail; `None` leaves the
