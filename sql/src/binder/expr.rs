@@ -31,6 +31,15 @@ impl Binder<'_> {
         match scope.index_of(&c) {
             Ok(_) => Ok(Expr::Column(c)),
             Err(err @ morsel_planner::PlanError::ColumnNotFound { .. }) => {
+                if c.relation.is_none() {
+                    let aliases = self.aliases.borrow();
+                    if let Some((_, e)) = aliases
+                        .iter()
+                        .find(|(a, _)| a.eq_ignore_ascii_case(&c.name))
+                    {
+                        return Ok(e.clone());
+                    }
+                }
                 match self.outer_column(&c)? {
                     Some(outer) => Ok(outer),
                     None => Err(err.into()),

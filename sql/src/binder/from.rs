@@ -287,9 +287,11 @@ impl Binder<'_> {
                 for (i, f) in out.fields().iter().enumerate() {
                     let c = Expr::Column(f.column_ref());
                     if i >= first_right {
-                        if !is_key(&f.name) {
-                            keep.push(c);
+                        // The right copy stays for `t2.a`, out of `*`.
+                        if is_key(&f.name) {
+                            self.using_columns.borrow_mut().push(f.column_ref());
                         }
+                        keep.push(c);
                     } else if is_key(&f.name) && matches!(kind, JoinKind::Right | JoinKind::Full) {
                         let r = (first_right..out.len())
                             .find(|&j| out.field(j).name.eq_ignore_ascii_case(&f.name))

@@ -11,7 +11,7 @@ mod window;
 
 use std::cell::{Cell, RefCell};
 
-use morsel_planner::{LogicalPlan, TableSource};
+use morsel_planner::{ColumnRef, Expr, LogicalPlan, TableSource};
 use morsel_storage::csv::CsvOptions;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
@@ -119,6 +119,11 @@ pub(crate) struct Binder<'a> {
     /// Files the statement has opened, by path and options: a file named twice is one
     /// source (opened and its schema inferred once), so its scans can run once.
     files: RefCell<Vec<(String, CsvOptions, TableSource)>>,
+    /// Right-hand join columns a `JOIN ... USING` keeps for qualified references (`t2.a`)
+    /// but `*` leaves out, innermost FROM last.
+    using_columns: RefCell<Vec<ColumnRef>>,
+    /// Select-list aliases a HAVING clause may name, with their bound expressions.
+    aliases: RefCell<Vec<(String, Expr)>>,
 }
 
 impl<'a> Binder<'a> {
@@ -130,6 +135,8 @@ impl<'a> Binder<'a> {
             pending: RefCell::default(),
             next_subquery: Cell::new(0),
             views: RefCell::default(),
+            using_columns: RefCell::default(),
+            aliases: RefCell::default(),
             files: RefCell::default(),
         }
     }

@@ -268,7 +268,23 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported("DISTINCT ON").at(s.span()))
             }
         };
+        let using_mark = self.using_columns.borrow().len();
         let mut b = self.from(&s.from)?;
+        // What `*` expands to: the FROM clause's columns, never the columns of subqueries
+        // the WHERE clause joins in, nor the second copy of a USING column.
+        let hidden: Vec<ColumnRef> = self
+            .using_columns
+            .borrow_mut()
+            .drain(using_mark..)
+            .collect();
+        let star_scope = PlanSchema::new(
+            b.schema()
+                .fields()
+                .iter()
+                .filter(|f| !hidden.contains(&f.column_ref()))
+                .cloned()
+                .collect(),
+        );
         // Set when this SELECT is a subquery's own: its WHERE may read the enclosing query.
         let body = self.body_frame_id(s);
         let mut correlated = Vec::new();
@@ -358,7 +374,7 @@ impl Binder<'_> {
                 }),
                 ast::SelectItem::Wildcard(opts) => {
                     reject_wildcard_options(opts, item)?;
-                    for f in input.fields() {
+                    for f in star_scope.fields() {
                         items.push(Item {
                             expr: Expr::Column(f.column_ref()),
                             syntax: None,
@@ -369,10 +385,17 @@ impl Binder<'_> {
                 ast::SelectItem::QualifiedWildcard(kind, opts) => {
                     reject_wildcard_options(opts, item)?;
                     let rel = match kind {
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => n.to_string(),
+                        // `"T".*` names the relation T (the quotes are not part of it).
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            n.0.iter()
+                                .filter_map(|p| p.as_ident())
+                                .map(|i| i.value.as_str())
+                                .collect::<Vec<_>>()
+                                .join(".")
+                        }
                         ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
                     };
-                    let fields: Vec<_> = input
+                    let fields: Vec<_> = star_scope
                         .fields()
                         .iter()
                         .filter(|f| {
@@ -453,18 +476,34 @@ impl Binder<'_> {
                             SqlError::invalid("GROUP BY cannot contain aggregates").at(g.span())
                         );
                     }
-                    group.push(coerce(e, &input).map_err(|err| SqlError::from(err).at(g.span()))?);
+                    // A key may read a subquery's column, joined in before the aggregate.
+                    let scope = self.pending_scope(&input, pending);
+                    group.push(coerce(e, &scope).map_err(|err| SqlError::from(err).at(g.span()))?);
                 }
             }
             ast::GroupByExpr::All(_) => {
                 return Err(SqlError::unsupported("GROUP BY ALL").at(s.span()))
             }
         }
+        // HAVING may name a select-list alias (as in DuckDB) where the input has no such
+        // column.
+        let aliases: Vec<(String, Expr)> = items
+            .iter()
+            .filter_map(|it| match &it.expr {
+                Expr::Alias { expr, name } if it.syntax.is_some() => {
+                    Some((name.clone(), (**expr).clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let alias_mark = self.aliases.borrow().len();
+        self.aliases.borrow_mut().extend(aliases);
         let having = s
             .having
             .as_ref()
-            .map(|h| Ok::<_, SqlError>((self.expr(h, &input)?, h)))
-            .transpose()?;
+            .map(|h| Ok::<_, SqlError>((self.expr(h, &input)?, h)));
+        self.aliases.borrow_mut().truncate(alias_mark);
+        let having = having.transpose()?;
 
         // ORDER BY keys that name output columns; the rest are bound against the input.
         let mut order_keys = Vec::with_capacity(order.len());
@@ -529,7 +568,21 @@ impl Binder<'_> {
                 }
             });
             if let Some(c) = &correlation {
-                self.report_shape(c.shape(!user_grouped, items[..visible_items].first()));
+                self.report_shape(c.shape(
+                    !user_grouped,
+                    items[..visible_items].first(),
+                    having_expr.as_ref(),
+                ));
+            }
+            // Subqueries inside GROUP BY keys or aggregate arguments join the input first.
+            let needed: Vec<ColumnRef> = group
+                .iter()
+                .chain(&aggs)
+                .flat_map(|e| e.columns())
+                .filter(|c| !input.has(c))
+                .collect();
+            if !needed.is_empty() {
+                b = self.apply_pending_reading(b, pending, &needed)?;
             }
             b = b
                 .aggregate(group.clone(), aggs.clone())
@@ -567,7 +620,21 @@ impl Binder<'_> {
                 let h = rewrite(h);
                 let span = having.as_ref().map(|(_, a)| a.span()).unwrap_or(s.span());
                 check(&h, span)?;
-                b = b.filter(h).map_err(|e| SqlError::from(e).at(span))?;
+                if correlation.is_some() && !user_grouped && self.in_scalar_subquery() {
+                    // A correlated aggregate keeps its row per key: HAVING makes its value
+                    // NULL (a key without the row would read as one over no rows).
+                    for it in items[..visible_items].iter_mut() {
+                        let name = it.expr.output_name();
+                        it.expr = Expr::Case {
+                            operand: None,
+                            branches: vec![(h.clone(), it.expr.clone().unalias())],
+                            otherwise: None,
+                        }
+                        .alias(name);
+                    }
+                } else {
+                    b = b.filter(h).map_err(|e| SqlError::from(e).at(span))?;
+                }
             }
             for (k, o) in order_keys.iter_mut().zip(order) {
                 if let OrderKey::Input(e) = k {
@@ -579,7 +646,7 @@ impl Binder<'_> {
             return Err(SqlError::invalid("HAVING needs GROUP BY or an aggregate").at(ast.span()));
         } else {
             if let Some(c) = &correlation {
-                self.report_shape(c.shape(false, None));
+                self.report_shape(c.shape(false, None, None));
             }
             b = self.apply_pending(b, pending, false)?;
         }
@@ -835,38 +902,53 @@ impl Correlation {
 
     /// What the enclosing query needs to know. `one_row_per_key`: the SELECT aggregates with
     /// no GROUP BY of its own; `item` its first select item (before aggregation).
-    fn shape(&self, one_row_per_key: bool, item: Option<&Item>) -> Shape {
+    fn shape(&self, one_row_per_key: bool, item: Option<&Item>, having: Option<&Expr>) -> Shape {
+        // Over no rows an aggregate is NULL, a count 0; the item is computed from those,
+        // and is NULL where HAVING does not hold for them.
+        let over_no_rows = |e: &Expr| {
+            e.clone().unalias().replace(&mut |x: &Expr| match x {
+                Expr::Aggregate {
+                    func: AggFunc::Count | AggFunc::CountStar,
+                    ..
+                } => Some(Expr::Literal(ScalarValue::Int64(0))),
+                Expr::Aggregate { .. } => Some(Expr::Literal(ScalarValue::Null)),
+                _ => None,
+            })
+        };
         let empty_value = item
             .filter(|_| one_row_per_key && !self.keys.is_empty())
-            .filter(|it| {
-                let mut has_count = false;
-                it.expr.visit(&mut |x| {
-                    has_count |= matches!(
-                        x,
-                        Expr::Aggregate {
-                            func: AggFunc::Count | AggFunc::CountStar,
-                            ..
-                        }
-                    )
-                });
-                has_count
-            })
             .map(|it| {
-                it.expr.clone().unalias().replace(&mut |x: &Expr| match x {
-                    Expr::Aggregate {
-                        func: AggFunc::Count | AggFunc::CountStar,
-                        ..
-                    } => Some(Expr::Literal(ScalarValue::Int64(0))),
-                    Expr::Aggregate { .. } => Some(Expr::Literal(ScalarValue::Null)),
-                    _ => None,
-                })
-            });
+                let value = over_no_rows(&it.expr);
+                match having {
+                    Some(h) => Expr::Case {
+                        operand: None,
+                        branches: vec![(over_no_rows(h), value)],
+                        otherwise: None,
+                    },
+                    None => value,
+                }
+            })
+            .filter(|v| !certainly_null(v));
         Shape {
             conjuncts: self.conjuncts.clone(),
             keys: self.keys.len(),
             one_row_per_key,
             empty_value,
         }
+    }
+}
+
+/// Whether `e` is NULL whatever its columns hold: a NULL, or an operator or function that is
+/// NULL when an operand is, over one (false where unsure).
+fn certainly_null(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(ScalarValue::Null) => true,
+        Expr::Cast { expr, .. } | Expr::Negative(expr) | Expr::Not(expr) => certainly_null(expr),
+        Expr::Alias { expr, .. } => certainly_null(expr),
+        Expr::Binary { left, op, right } if !matches!(op, BinaryOp::And | BinaryOp::Or) => {
+            certainly_null(left) || certainly_null(right)
+        }
+        _ => false,
     }
 }
 

@@ -411,6 +411,14 @@ fn conform(
             })
             .collect::<Result<_, _>>()?,
     };
+    for (k, t) in targets.iter().enumerate() {
+        if targets[..k].contains(t) {
+            return Err(SqlError::invalid(format!(
+                "the column {} is named twice in the INSERT column list",
+                schema.fields[*t].name
+            )));
+        }
+    }
     if out.len() != targets.len() {
         return Err(SqlError::invalid(format!(
             "the table has {} column{} to fill but the rows have {}",

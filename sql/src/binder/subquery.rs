@@ -37,6 +37,8 @@ pub(crate) struct Frame {
     allow_outer: Cell<bool>,
     /// Filled in by the body's SELECT.
     shape: RefCell<Option<Shape>>,
+    /// A scalar subquery (its value is read), not EXISTS or IN (its rows are tested).
+    scalar: bool,
 }
 
 /// What the body SELECT of a subquery reports back to the enclosing query.
@@ -116,6 +118,11 @@ impl Binder<'_> {
         (f.body == Some(s as *const _)).then_some(f.id)
     }
 
+    /// Whether the subquery being bound is a scalar one.
+    pub(crate) fn in_scalar_subquery(&self) -> bool {
+        self.frames.borrow().last().is_some_and(|f| f.scalar)
+    }
+
     pub(crate) fn set_allow_outer(&self, allow: bool) {
         if let Some(f) = self.frames.borrow().last() {
             f.allow_outer.set(allow);
@@ -129,7 +136,12 @@ impl Binder<'_> {
     }
 
     /// Binds `q` as a subquery of a query whose scope is `outer`.
-    fn bind_subquery(&self, q: &ast::Query, outer: &PlanSchema) -> Result<Bound, SqlError> {
+    fn bind_subquery(
+        &self,
+        q: &ast::Query,
+        outer: &PlanSchema,
+        scalar: bool,
+    ) -> Result<Bound, SqlError> {
         let id = self.next_subquery.get();
         self.next_subquery.set(id + 1);
         let body = match q.body.as_ref() {
@@ -142,6 +154,7 @@ impl Binder<'_> {
             body,
             allow_outer: Cell::new(false),
             shape: RefCell::new(None),
+            scalar,
         });
         let result = self.query(q);
         let frame = self.frames.borrow_mut().pop();
@@ -201,7 +214,7 @@ impl Binder<'_> {
         negated: bool,
     ) -> Result<PlanBuilder, SqlError> {
         let scope = input.schema().clone();
-        let mut sub = self.bind_subquery(q, &scope)?;
+        let mut sub = self.bind_subquery(q, &scope, false)?;
         if let Some(x) = in_expr {
             let mark = self.pending_mark();
             let x = self.expr(x, &scope)?;
@@ -235,7 +248,7 @@ impl Binder<'_> {
         negated: bool,
         scope: &PlanSchema,
     ) -> Result<Expr, SqlError> {
-        let mut sub = self.bind_subquery(q, scope)?;
+        let mut sub = self.bind_subquery(q, scope, false)?;
         let null_aware = in_expr.is_some();
         if let Some(x) = in_expr {
             if sub.correlated {
@@ -272,7 +285,7 @@ impl Binder<'_> {
         q: &ast::Query,
         scope: &PlanSchema,
     ) -> Result<Expr, SqlError> {
-        let sub = self.bind_subquery(q, scope)?;
+        let sub = self.bind_subquery(q, scope, true)?;
         let value = single_value(&sub, q)?;
         if sub.filter.is_some() {
             return Err(SqlError::unsupported(
@@ -362,6 +375,38 @@ impl Binder<'_> {
                 (kind, _) => input.join(j.plan, kind, j.on, j.filter)?,
             };
         }
+        Ok(input)
+    }
+
+    /// Joins into `input` the subqueries queued since `mark` whose columns `needed` holds
+    /// (a subquery inside a GROUP BY key or an aggregate's argument joins the aggregate's
+    /// input); the others stay queued.
+    pub(crate) fn apply_pending_reading(
+        &self,
+        mut input: PlanBuilder,
+        mark: usize,
+        needed: &[ColumnRef],
+    ) -> Result<PlanBuilder, SqlError> {
+        let outputs = |j: &PendingJoin| -> Vec<ColumnRef> {
+            match &j.mark {
+                Some(name) => vec![ColumnRef::new(name.clone())],
+                None => j
+                    .plan
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.column_ref())
+                    .collect(),
+            }
+        };
+        let queued: Vec<PendingJoin> = self.pending.borrow_mut().drain(mark..).collect();
+        let (now, later): (Vec<_>, Vec<_>) = queued
+            .into_iter()
+            .partition(|j| outputs(j).iter().any(|c| needed.contains(c)));
+        self.pending.borrow_mut().extend(later);
+        let first = self.pending_mark();
+        self.pending.borrow_mut().extend(now);
+        input = self.apply_pending(input, first, false)?;
         Ok(input)
     }
 

@@ -118,8 +118,10 @@ fn frame(fr: &ast::WindowFrame, ordered: bool) -> Result<WindowFrame, SqlError> 
 fn bound(b: &ast::WindowFrameBound, rows: bool) -> Result<FrameBound, SqlError> {
     let offset = |e: &ast::Expr| -> Result<f64, SqlError> {
         let v = match e {
+            // A ROWS offset is a row count up to i64::MAX; a RANGE offset a distance.
             ast::Expr::Value(v) => match &v.value {
-                ast::Value::Number(n, _) => n.to_string().parse::<f64>().ok(),
+                ast::Value::Number(n, _) if rows => n.parse::<i64>().ok().map(|n| n as f64),
+                ast::Value::Number(n, _) => n.parse::<f64>().ok(),
                 _ => None,
             },
             _ => None,
