@@ -1,6 +1,8 @@
 //! Runs the sqllogictest files under tests/slt (or the files and folders given after `--`),
-//! each at several thread counts (SLT_THREADS, default "1,2,4,8"), keeps going after failures,
-//! prints every failing record with expected vs actual, and ends with `N passed, M failed`.
+//! each at several thread counts (SLT_THREADS, default "1,2,4,8"), keeps going after failures
+//! (a panic inside the engine fails its record), prints every failing record with expected vs
+//! actual, and ends with `N passed, M failed`. Files under a `random` folder run twice, the
+//! second time with expression fusion disabled.
 //!
 //! Cells are formatted by the value's runtime type: NULL; true/false; integers in decimal;
 //! floats with two decimals (`-0.00` as `0.00`, and NaN, inf, -inf); `(empty)` for the empty
@@ -31,6 +33,9 @@ impl std::fmt::Display for DbError {
 
 impl std::error::Error for DbError {}
 
+/// Runs expressions on the plain kernels, without fused programs.
+const UNFUSED: &str = "SET disabled_optimizers = 'fuse_expressions'";
+
 /// Placeholder for the TPC-H data folder in tests/slt/tpch.
 const TPCH_DIR: &str = "${TPCH_DIR}";
 
@@ -54,6 +59,10 @@ fn tpch_validator(
     actual: &[Vec<String>],
     expected: &[String],
 ) -> bool {
+    // An exact match, or one with `<slt:ignore>` fragments, as everywhere else.
+    if sqllogictest::default_validator(normalizer, actual, expected) {
+        return true;
+    }
     let actual: Vec<String> = actual.iter().map(|r| normalizer(&r.join(" "))).collect();
     let expected: Vec<String> = expected.iter().map(normalizer).collect();
     actual.len() == expected.len()
@@ -185,23 +194,44 @@ fn main() -> ExitCode {
                 continue;
             }
         };
+        let in_folder = |name: &str| file.components().any(|c| c.as_os_str() == name);
+        // The random-expression files run twice: with fused expression programs and on the
+        // plain kernels, against the same answers.
+        let passes: &[Option<&str>] = if in_folder("random") {
+            &[None, Some(UNFUSED)]
+        } else {
+            &[None]
+        };
         for &n in &threads {
-            let mut runner = Runner::new(move || async move {
-                Ok::<_, DbError>(MorselDb {
-                    session: Session::with_threads(n),
-                })
-            });
-            if file.components().any(|c| c.as_os_str() == "tpch") {
-                runner.with_validator(tpch_validator);
-            }
-            for record in records.clone() {
-                let counted = matches!(record, Record::Statement { .. } | Record::Query { .. });
-                match runner.run(record) {
-                    Ok(_) if counted => passed += 1,
-                    Ok(_) => {}
-                    Err(e) => {
-                        failed += 1;
-                        eprintln!("FAILED ({} threads) {}\n", n, e.display(false));
+            for &setup in passes {
+                let mut runner = Runner::new(move || async move {
+                    let session = Session::with_threads(n);
+                    if let Some(sql) = setup {
+                        session.execute(sql).map_err(|e| DbError(e.to_string()))?;
+                    }
+                    Ok::<_, DbError>(MorselDb { session })
+                });
+                if in_folder("tpch") {
+                    runner.with_validator(tpch_validator);
+                }
+                let pass = setup.map_or(String::new(), |s| format!(", after {s}"));
+                for record in records.clone() {
+                    let counted = matches!(record, Record::Statement { .. } | Record::Query { .. });
+                    // A panic inside the engine fails the record; the run goes on.
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        runner.run(record)
+                    }));
+                    match run {
+                        Ok(Ok(_)) if counted => passed += 1,
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => {
+                            failed += 1;
+                            eprintln!("FAILED ({n} threads{pass}) {}\n", e.display(false));
+                        }
+                        Err(_) => {
+                            failed += 1;
+                            eprintln!("FAILED ({n} threads{pass}) a panic in {}\n", file.display());
+                        }
                     }
                 }
             }
