@@ -256,6 +256,13 @@ impl PlanBuilder {
                     };
                     (coerce(l.cast(t), ls)?, coerce(r.cast(t), rs)?)
                 }
+                // An untyped NULL key (`NULL IN (subquery)`) takes the other side's type.
+                (DataType::Null, DataType::Null) => (
+                    coerce(l.cast(DataType::Int32), ls)?,
+                    coerce(r.cast(DataType::Int32), rs)?,
+                ),
+                (DataType::Null, t) => (coerce(l.cast(t), ls)?, r),
+                (t, DataType::Null) => (l, coerce(r.cast(t), rs)?),
                 _ => return Err(PlanError::cannot_apply("join =", lt, rt)),
             };
             keys.push((l, r));

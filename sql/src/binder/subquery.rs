@@ -56,27 +56,34 @@ pub(crate) struct Shape {
 
 /// A join the enclosing expression's input needs before the expression can be evaluated.
 pub(crate) struct PendingJoin {
-    plan: PlanBuilder,
-    kind: JoinKind,
-    on: Vec<(Expr, Expr)>,
-    filter: Option<Expr>,
+    pub(crate) plan: PlanBuilder,
+    pub(crate) kind: JoinKind,
+    pub(crate) on: Vec<(Expr, Expr)>,
+    pub(crate) filter: Option<Expr>,
     /// Whether the subquery reads outer columns.
-    correlated: bool,
+    pub(crate) correlated: bool,
     /// The mark column of a mark join.
-    mark: Option<String>,
+    pub(crate) mark: Option<String>,
 }
 
 /// A bound subquery: its plan with uniquely named outputs, and how it joins.
-struct Bound {
-    id: usize,
-    plan: PlanBuilder,
+pub(crate) struct Bound {
+    pub(crate) id: usize,
+    pub(crate) plan: PlanBuilder,
     /// Value columns (`__sqN_vI`).
     values: Vec<Expr>,
-    on: Vec<(Expr, Expr)>,
-    filter: Option<Expr>,
+    pub(crate) on: Vec<(Expr, Expr)>,
+    pub(crate) filter: Option<Expr>,
     correlated: bool,
     one_row_per_key: bool,
     empty_value: Option<Expr>,
+}
+
+impl Bound {
+    /// The subquery's only visible column.
+    pub(crate) fn single_value(&self, q: &ast::Query) -> Result<Expr, SqlError> {
+        single_value(self, q)
+    }
 }
 
 /// Key column `j` of subquery `id`.
@@ -136,7 +143,7 @@ impl Binder<'_> {
     }
 
     /// Binds `q` as a subquery of a query whose scope is `outer`.
-    fn bind_subquery(
+    pub(crate) fn bind_subquery(
         &self,
         q: &ast::Query,
         outer: &PlanSchema,
@@ -227,9 +234,14 @@ impl Binder<'_> {
             (true, false) => JoinKind::Anti { null_aware: false },
             (true, true) => {
                 if sub.correlated {
-                    return Err(
-                        SqlError::unsupported("NOT IN with a correlated subquery").at(q.span())
-                    );
+                    // x NOT IN (correlated q): x <> ALL (q), with its NULL semantics.
+                    let x = in_expr.expect("an IN operand");
+                    let mark = self.pending_mark();
+                    let keep = self.quantified(x, &ast::BinaryOperator::NotEq, q, true, &scope)?;
+                    let input = self.apply_pending(input, mark, false)?;
+                    return input
+                        .filter(keep)
+                        .map_err(|e| SqlError::from(e).at(q.span()));
                 }
                 JoinKind::Anti { null_aware: true }
             }
@@ -252,10 +264,12 @@ impl Binder<'_> {
         let null_aware = in_expr.is_some();
         if let Some(x) = in_expr {
             if sub.correlated {
-                return Err(SqlError::unsupported(
-                    "IN with a correlated subquery inside a larger expression",
-                )
-                .at(q.span()));
+                // x [NOT] IN (correlated q): x = ANY (q) / x <> ALL (q).
+                let (op, all) = match negated {
+                    false => (ast::BinaryOperator::Eq, false),
+                    true => (ast::BinaryOperator::NotEq, true),
+                };
+                return self.quantified(x, &op, q, all, scope);
             }
             let x = self.expr(x, scope)?;
             sub.on.push((x, single_value(&sub, q)?));
