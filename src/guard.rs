@@ -8,13 +8,20 @@
 //! [`write`], which ignore poisoning: no lock is held across engine code, so a panic
 //! cannot leave the catalog half-changed.
 //!
-//! A stack overflow is not a panic and cannot be caught; deep input is bounded where it is
-//! parsed and walked (see the SQL crate's recursion guard).
+//! A stack overflow is not a panic and cannot be caught, so a statement runs on a stack of its
+//! own, large enough for any nesting the parser accepts (see [`STATEMENT_STACK`]); the
+//! executor's workers evaluate deep expressions on stacks that grow as they need.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{Error, Result};
+
+/// The stack a statement is bound, planned and driven on, allocated per statement (only
+/// the pages it touches are backed by memory). Binding, coercion and the optimizer's rules
+/// recurse once per level of nesting: 256 MiB takes expression chains and nestings of tens of
+/// thousands of levels in a debug build, past the parser's nesting limit.
+const STATEMENT_STACK: usize = 256 << 20;
 
 /// The longest query text an internal error quotes.
 const QUOTED_QUERY_CHARS: usize = 200;
@@ -25,7 +32,7 @@ pub(crate) fn contain<T>(
     describe: impl FnOnce() -> String,
     f: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match catch_unwind(AssertUnwindSafe(|| stacker::grow(STATEMENT_STACK, f))) {
         Ok(result) => result,
         Err(payload) => {
             let message = payload

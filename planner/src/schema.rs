@@ -1,8 +1,9 @@
 //! [`PlanSchema`]: the fields a plan node produces, each with the relation (table or alias) it
 //! belongs to, and name resolution with "did you mean" suggestions.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use morsel_storage::{DataType, Field, Schema};
 
@@ -62,18 +63,45 @@ impl PlanField {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default)]
 pub struct PlanSchema {
     /// Shared: plans are cloned and rebuilt often while they are optimized, and a schema is
     /// never changed in place.
     fields: Arc<[PlanField]>,
+    /// Positions by lower-case name, built on the first lookup in a wide schema (a
+    /// 10,000-column `SELECT *` looks every column up, which scanning makes quadratic).
+    by_name: Arc<OnceLock<HashMap<String, Vec<usize>>>>,
+}
+
+/// Schemas at most this wide are searched field by field (faster than hashing the name).
+const INDEXED_FROM: usize = 32;
+
+impl PartialEq for PlanSchema {
+    fn eq(&self, other: &Self) -> bool {
+        self.fields == other.fields
+    }
+}
+
+impl Eq for PlanSchema {}
+
+impl std::hash::Hash for PlanSchema {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.fields.hash(state);
+    }
+}
+
+impl From<Arc<[PlanField]>> for PlanSchema {
+    fn from(fields: Arc<[PlanField]>) -> Self {
+        Self {
+            fields,
+            by_name: Arc::default(),
+        }
+    }
 }
 
 impl PlanSchema {
     pub fn new(fields: Vec<PlanField>) -> Self {
-        Self {
-            fields: fields.into(),
-        }
+        Self::from(Arc::<[PlanField]>::from(fields))
     }
 
     /// The fields of a storage schema, all belonging to `relation`.
@@ -90,7 +118,7 @@ impl PlanSchema {
                 )
             })
             .collect();
-        Self { fields }
+        Self::new(fields)
     }
 
     pub fn fields(&self) -> &[PlanField] {
@@ -119,7 +147,7 @@ impl PlanSchema {
                 ..f.clone()
             })
             .collect();
-        Self { fields }
+        Self::new(fields)
     }
 
     /// Concatenates two schemas (a join's output).
@@ -128,23 +156,20 @@ impl PlanSchema {
             nullable: f.nullable || right_nullable,
             ..f.clone()
         });
-        Self {
-            fields: self.fields.iter().cloned().chain(right).collect(),
-        }
+        Self::new(self.fields.iter().cloned().chain(right).collect())
     }
 
     /// The same fields, all nullable (the outer side of an outer join).
     pub fn nullable(&self) -> Self {
-        Self {
-            fields: self
-                .fields
+        Self::new(
+            self.fields
                 .iter()
                 .map(|f| PlanField {
                     nullable: true,
                     ..f.clone()
                 })
                 .collect(),
-        }
+        )
     }
 
     /// The storage schema (names without relations).
@@ -189,8 +214,27 @@ impl PlanSchema {
 
     /// The one field `c` names, or every field it names ambiguously (none: not found).
     fn lookup(&self, c: &ColumnRef) -> Result<usize, Vec<usize>> {
+        let all: Vec<usize>;
+        let named: &[usize] = if self.fields.len() <= INDEXED_FROM {
+            all = (0..self.fields.len()).collect();
+            &all
+        } else {
+            let index = self.by_name.get_or_init(|| {
+                let mut m: HashMap<String, Vec<usize>> = HashMap::new();
+                for (i, f) in self.fields.iter().enumerate() {
+                    m.entry(f.name.to_ascii_lowercase()).or_default().push(i);
+                }
+                m
+            });
+            index
+                .get(&c.name.to_ascii_lowercase())
+                .map_or(&[], Vec::as_slice)
+        };
         for exact in [true, false] {
-            let mut hits = (0..self.fields.len()).filter(|&i| self.fields[i].matches(c, exact));
+            let mut hits = named
+                .iter()
+                .copied()
+                .filter(|&i| self.fields[i].matches(c, exact));
             if let Some(first) = hits.next() {
                 return match hits.next() {
                     None => Ok(first),

@@ -19,7 +19,16 @@ pub use catalog::Catalog;
 pub use error::{SqlError, SqlErrorKind};
 pub use sqlparser::ast;
 
+/// How deeply parentheses, subqueries and derived tables may nest. The parser grows its
+/// stack as it needs; binding and planning run on the statement's own large stack (see the
+/// facade's `guard`), sized for this depth.
+pub const MAX_NESTING: usize = 10_000;
+
 /// Parses one or more `;`-separated statements.
 pub fn parse(sql: &str) -> Result<Vec<ast::Statement>, SqlError> {
-    Parser::parse_sql(&DuckDbDialect {}, sql).map_err(|e| SqlError::from_parser(e, sql))
+    Parser::new(&DuckDbDialect {})
+        .with_recursion_limit(MAX_NESTING)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| SqlError::from_parser(e, sql))
 }

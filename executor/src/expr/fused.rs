@@ -116,6 +116,8 @@ pub struct FusedProgram {
 struct Compiler<'a> {
     schema: &'a Schema,
     prog: FusedProgram,
+    /// The registers that load a column or a constant (the ones a later load may reuse).
+    leaves: Vec<usize>,
 }
 
 impl Compiler<'_> {
@@ -130,16 +132,29 @@ impl Compiler<'_> {
                     _ => false,
                 }
         };
-        let registers = self.prog.instrs.iter().zip(&self.prog.kinds);
-        if let Some(r) = registers.clone().position(reusable) {
-            return r;
+        let leaf = matches!(instr, Instr::Load(_) | Instr::Const(_));
+        if leaf {
+            let registers = &self.prog.instrs;
+            let found = self
+                .leaves
+                .iter()
+                .copied()
+                .find(|&r| reusable((&registers[r], &self.prog.kinds[r])));
+            if let Some(r) = found {
+                return r;
+            }
         }
         self.prog.instrs.push(instr);
         self.prog.kinds.push(kind);
-        self.prog.instrs.len() - 1
+        let r = self.prog.instrs.len() - 1;
+        if leaf {
+            self.leaves.push(r);
+        }
+        r
     }
 
     /// Compiles `e`, or returns `None` when its value has no register kind (strings).
+    #[recursive::recursive]
     fn compile(&mut self, e: &PhysExpr) -> ExecResult<Option<(usize, Kind)>> {
         let ty = e.data_type(self.schema)?;
         let Some(kind) = Kind::of(ty) else {
@@ -283,6 +298,7 @@ impl FusedProgram {
                 names: schema.fields.iter().map(|f| f.name.clone()).collect(),
                 plain: e.clone(),
             },
+            leaves: Vec::new(),
         };
         if c.compile(e)?.is_none() {
             return Ok(None);

@@ -83,6 +83,7 @@ pub fn fuse(e: PhysExpr, schema: &Schema) -> ExecResult<PhysExpr> {
 }
 
 /// Compiles a (coerced) logical expression against the schema of its input.
+#[recursive::recursive]
 pub fn compile(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
     let c = |x: &Expr| compile(x, schema).map(Box::new);
     Ok(match e {
@@ -192,12 +193,14 @@ impl PhysExpr {
             | PhysExpr::Cast { to: ty, .. }
             | PhysExpr::Case { ty, .. }
             | PhysExpr::Function { ty, .. } => *ty,
-            PhysExpr::Binary { op, left, .. } => match op {
+            // Arithmetic operands have the result's type: the right one is read (a leaf in
+            // the parser's left-deep chains, so typing a chain is linear).
+            PhysExpr::Binary { op, right, .. } => match op {
                 BinaryOp::Concat => DataType::Utf8,
                 op if op.is_comparison() || matches!(op, BinaryOp::And | BinaryOp::Or) => {
                     DataType::Boolean
                 }
-                _ => left.data_type(schema)?,
+                _ => right.data_type(schema)?,
             },
             PhysExpr::Negative(x) => x.data_type(schema)?,
             PhysExpr::Not(_)
@@ -486,6 +489,9 @@ impl PhysExpr {
     }
 
     /// Evaluates over every row of `batch`, the fast or the precise way.
+    // A deep expression (a chain of thousands of ORs) recurses once per level, on a worker's
+    // stack: it grows on the heap rather than overflow.
+    #[recursive::recursive]
     pub(crate) fn eval(&self, batch: &Batch, mode: Mode) -> ExecResult<Column> {
         let rows = batch.num_rows();
         if mode != Mode::Fast {

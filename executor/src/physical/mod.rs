@@ -647,6 +647,11 @@ fn scan_filter(ctx: &ExecContext, pred: &Expr, schema: &PlanSchema) -> ExecResul
 /// fusion off.
 fn phys(ctx: &ExecContext, e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
     let p = compile(e, schema)?;
+    // A column or a constant has nothing to fuse (and a 10,000-column SELECT * would
+    // otherwise convert its schema once per column).
+    if matches!(p, PhysExpr::Column(_) | PhysExpr::Literal { .. }) {
+        return Ok(p);
+    }
     if ctx.fusion {
         fuse(p, &schema.to_schema())
     } else {

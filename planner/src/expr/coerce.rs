@@ -63,7 +63,19 @@ fn cast(e: Expr, from: DataType, to: DataType) -> PlanResult<Expr> {
 
 fn typed(e: Expr, schema: &PlanSchema) -> PlanResult<(Expr, DataType)> {
     let e = coerce(e, schema)?;
-    let t = e.data_type(schema)?;
+    let t = match &e {
+        // Coerced arithmetic has operands of its own type: the right one, which in the
+        // left-deep chains the parser builds is a leaf, so a chain of n terms is typed in
+        // n steps, not n squared.
+        Expr::Binary { op, right, .. }
+            if !op.is_comparison()
+                && !matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Concat)
+                && *op != BinaryOp::Divide =>
+        {
+            right.data_type(schema)?
+        }
+        e => e.data_type(schema)?,
+    };
     Ok((e, t))
 }
 
@@ -118,6 +130,7 @@ fn fold_date_arith(func: ScalarFunc, args: &[Expr]) -> Option<Expr> {
 }
 
 /// Type-checks `expr` against `schema` and inserts the casts its operators need.
+#[recursive::recursive]
 pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
     Ok(match expr {
         Expr::Column(c) => {
@@ -782,6 +795,7 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
 
 impl Expr {
     /// The type this (coerced) expression produces over `schema`.
+    #[recursive::recursive]
     pub fn data_type(&self, schema: &PlanSchema) -> PlanResult<DataType> {
         use BinaryOp::*;
         Ok(match self {
@@ -883,6 +897,7 @@ impl Expr {
     }
 
     /// Whether this expression can produce NULL (conservative: true unless provably not).
+    #[recursive::recursive]
     pub fn nullable(&self, schema: &PlanSchema) -> bool {
         match self {
             Expr::Column(c) => schema.position(c).is_none_or(|i| schema.field(i).nullable),

@@ -54,6 +54,7 @@ fn list(f: &mut fmt::Formatter<'_>, items: &[Expr]) -> fmt::Result {
 }
 
 impl fmt::Display for Expr {
+    #[recursive::recursive]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Column(c) => write!(f, "{c}"),

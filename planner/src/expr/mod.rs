@@ -524,6 +524,7 @@ impl Expr {
     }
 
     /// The name of the output column this expression produces.
+    #[recursive::recursive]
     pub fn output_name(&self) -> String {
         match self {
             Expr::Alias { name, .. } => name.clone(),

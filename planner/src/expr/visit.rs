@@ -57,6 +57,7 @@ impl Expr {
     }
 
     /// Calls `f` on every node, parents before children.
+    #[recursive::recursive]
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         self.for_each_child(|c| c.visit(f));
@@ -200,12 +201,14 @@ impl Expr {
     }
 
     /// Rebuilds the tree bottom-up, replacing each node by `f(node)`.
+    #[recursive::recursive]
     pub fn transform_up<F: FnMut(Expr) -> Expr>(self, f: &mut F) -> Expr {
         let node = self.map_children(|c| c.transform_up(f));
         f(node)
     }
 
     /// Rebuilds the tree top-down: where `f` returns `Some`, that subtree is replaced whole.
+    #[recursive::recursive]
     pub fn replace<F: FnMut(&Expr) -> Option<Expr>>(self, f: &mut F) -> Expr {
         match f(&self) {
             Some(r) => r,

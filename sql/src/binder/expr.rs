@@ -49,6 +49,7 @@ impl Binder<'_> {
         }
     }
 
+    #[recursive::recursive]
     fn expr_inner(&self, e: &ast::Expr, scope: &PlanSchema) -> Result<Expr, SqlError> {
         use ast::Expr as A;
         let b = |x: &ast::Expr| self.expr(x, scope).map(Box::new);
@@ -82,6 +83,18 @@ impl Binder<'_> {
                 other => return Err(SqlError::unsupported(format!("the operator {other}"))),
             },
             A::IsNull(x) => Expr::IsNull(b(x)?),
+            // Equal, or both NULL: never NULL itself.
+            A::IsNotDistinctFrom(l, r) | A::IsDistinctFrom(l, r) => {
+                let (l, r) = (self.expr(l, scope)?, self.expr(r, scope)?);
+                let same = Expr::Function {
+                    func: morsel_planner::ScalarFunc::Coalesce,
+                    args: vec![l.clone().eq(r.clone()), l.is_null().and(r.is_null())],
+                };
+                match e {
+                    A::IsDistinctFrom(..) => Expr::Not(Box::new(same)),
+                    _ => same,
+                }
+            }
             A::IsNotNull(x) => Expr::IsNotNull(b(x)?),
             A::Between {
                 expr,
@@ -230,6 +243,23 @@ impl Binder<'_> {
                 negated,
                 ..
             } => self.mark_subquery(q, Some(expr), *negated, scope)?,
+            A::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => match right.as_ref() {
+                A::Subquery(q) => self.quantified(left, compare_op, q, false, scope)?,
+                other => return Err(SqlError::unsupported(format!("ANY over {other}"))),
+            },
+            A::AllOp {
+                left,
+                compare_op,
+                right,
+            } => match right.as_ref() {
+                A::Subquery(q) => self.quantified(left, compare_op, q, true, scope)?,
+                other => return Err(SqlError::unsupported(format!("ALL over {other}"))),
+            },
             other => return Err(SqlError::unsupported(format!("the expression {other}"))),
         })
     }

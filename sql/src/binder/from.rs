@@ -152,10 +152,14 @@ impl Binder<'_> {
             .borrow()
             .iter()
             .rev()
-            .find(|(n, _)| n.eq_ignore_ascii_case(text))
-            .map(|(_, p)| p.clone());
-        if let Some(plan) = cte {
-            return Ok(Some(PlanBuilder::from_plan(plan).alias(alias)));
+            .find(|c| c.name.eq_ignore_ascii_case(text))
+            .map(|c| (c.query.clone(), c.visible));
+        if let Some((query, visible)) = cte {
+            // Bound with only the CTEs before it in scope.
+            let later = self.ctes.borrow_mut().split_off(visible);
+            let bound = self.query(&query);
+            self.ctes.borrow_mut().extend(later);
+            return Ok(Some(bound?.alias(alias)));
         }
         if let Some(query) = self.catalog.view(text) {
             let key = text.to_ascii_lowercase();

@@ -3,6 +3,7 @@
 mod expr;
 mod from;
 mod functions;
+mod quantified;
 mod query;
 mod statement;
 mod subquery;
@@ -11,7 +12,7 @@ mod window;
 
 use std::cell::{Cell, RefCell};
 
-use morsel_planner::{ColumnRef, Expr, LogicalPlan, TableSource};
+use morsel_planner::{ColumnRef, Expr, TableSource};
 use morsel_storage::csv::CsvOptions;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
@@ -104,10 +105,18 @@ fn statement_kind(stmt: &ast::Statement) -> String {
         .join(" ")
 }
 
+/// A common table expression in scope: its query, bound where it is referenced, with the
+/// CTEs before it (the first `visible` in scope) visible to it.
+pub(crate) struct Cte {
+    name: String,
+    query: Box<ast::Query>,
+    visible: usize,
+}
+
 pub(crate) struct Binder<'a> {
     catalog: &'a dyn Catalog,
     /// Common table expressions in scope, innermost last.
-    ctes: RefCell<Vec<(String, LogicalPlan)>>,
+    ctes: RefCell<Vec<Cte>>,
     /// Enclosing queries of the subquery being bound, innermost last.
     frames: RefCell<Vec<subquery::Frame>>,
     /// Subqueries bound inside the expression being bound, waiting to be joined in.

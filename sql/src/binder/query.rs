@@ -6,7 +6,9 @@
 //! columns, and anything left that is neither grouped nor aggregated is an error.
 
 use morsel_planner::expr::coerce;
-use morsel_planner::{AggFunc, BinaryOp, ColumnRef, Expr, PlanBuilder, PlanSchema, SortExpr};
+use morsel_planner::{
+    AggFunc, BinaryOp, ColumnRef, Expr, LogicalPlan, PlanBuilder, PlanSchema, SortExpr,
+};
 use morsel_storage::ScalarValue;
 use sqlparser::ast::{self, Spanned};
 
@@ -31,8 +33,11 @@ enum OrderKey {
 
 impl Binder<'_> {
     pub(crate) fn query(&self, q: &ast::Query) -> Result<PlanBuilder, SqlError> {
-        // WITH: each CTE is bound once, in order (a CTE may use the ones before it), and is in
-        // scope for the rest of this query; referencing it twice plans it twice.
+        // WITH: each CTE is in scope for the ones after it and the rest of this query, and is
+        // bound where it is referenced (as DuckDB does: one never referenced is not bound),
+        // against the CTEs before it; referencing it twice plans it twice. (Binding each
+        // once up front and copying its plan on use made a chain of n CTEs cost n squared
+        // plan nodes of memory.)
         let scope = self.ctes.borrow().len();
         if let Some(with) = &q.with {
             if with.recursive {
@@ -45,10 +50,12 @@ impl Binder<'_> {
                             .at(cte.alias.name.span),
                     );
                 }
-                let plan = self.query(&cte.query)?.build();
-                self.ctes
-                    .borrow_mut()
-                    .push((cte.alias.name.value.clone(), plan));
+                let visible = self.ctes.borrow().len();
+                self.ctes.borrow_mut().push(super::Cte {
+                    name: cte.alias.name.value.clone(),
+                    query: cte.query.clone(),
+                    visible,
+                });
             }
         }
         let result = self.query_body(q);
@@ -718,7 +725,6 @@ impl Binder<'_> {
             });
         }
         let projected = b
-            .clone()
             .project(exprs.clone())
             .map_err(|e| SqlError::from(e).at(s.span()))?;
         // Sort keys name output columns; when two outputs share a name, sort on unique
@@ -732,7 +738,14 @@ impl Binder<'_> {
                 .enumerate()
                 .map(|(i, e)| e.clone().unalias().alias(format!("__col{i}")))
                 .collect();
-            b.project(renamed)?
+            // The projection's input, taken back (not cloned: a view chain would copy its
+            // whole plan at every level).
+            let LogicalPlan::Projection { input, .. } = projected.build() else {
+                return Err(SqlError::invalid(
+                    "internal: a projection built as something else",
+                ));
+            };
+            PlanBuilder::from_plan(*input).project(renamed)?
         } else {
             projected
         };

@@ -106,9 +106,22 @@ fn operations(e: &Expr) -> usize {
     n
 }
 
+/// The most expression nodes (over one projection or one aggregation's arguments) searched
+/// for shared subtrees; TPC-H's largest has under a hundred.
+const MAX_SEARCHED_NODES: usize = 2_000;
+
 /// Subtrees of `exprs` worth sharing: at least two operations, reading a column, no
 /// aggregate or window inside, occurring at least twice; largest first, none inside another.
 fn shared_subexpressions(exprs: &[&Expr]) -> Vec<Expr> {
+    // The search compares every subtree with every other (cubic in the nodes): past this
+    // size it is not made, so a generated chain of thousands of terms plans in linear time.
+    let mut nodes = 0usize;
+    for e in exprs {
+        e.visit(&mut |_| nodes += 1);
+    }
+    if nodes > MAX_SEARCHED_NODES {
+        return Vec::new();
+    }
     let mut counts: Vec<(Expr, usize)> = Vec::new();
     for e in exprs {
         e.visit(&mut |x| {

@@ -125,13 +125,26 @@ fn implied_on(p: &Expr, side: &PlanSchema) -> Option<Expr> {
 /// `preds` without repeats (the first of each stays): a predicate implied at a join is
 /// derived again on every pass, and must land only once.
 fn dedup(preds: Vec<Expr>) -> Vec<Expr> {
-    let mut out: Vec<Expr> = Vec::with_capacity(preds.len());
-    for p in preds {
-        if !out.contains(&p) {
-            out.push(p);
+    let mut seen = Seen::default();
+    preds.into_iter().filter(|p| seen.insert(p)).collect()
+}
+
+/// Predicates met so far, found by their text and then compared whole, so that dropping
+/// repeats from thousands of conjuncts takes linear time (two predicates with one text are
+/// rare; equal ones always share it).
+#[derive(Default)]
+struct Seen(std::collections::HashMap<String, Vec<Expr>>);
+
+impl Seen {
+    /// Whether `e` is new (and now seen).
+    fn insert(&mut self, e: &Expr) -> bool {
+        let same_text = self.0.entry(e.to_string()).or_default();
+        if same_text.contains(e) {
+            return false;
         }
+        same_text.push(e.clone());
+        true
     }
-    out
 }
 
 /// Wraps `plan` in a filter of the `kept` conjuncts (if any).
@@ -192,9 +205,19 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                     Some(Expr::Column(fields.field(i).column_ref()))
                 })
             };
+            // (A predicate over a column the scan cannot name has no canonical form; such
+            // predicates count as one, as before.)
+            let mut seen = Seen::default();
+            let mut uncanonical = false;
+            let mut new = |key: Option<Expr>| match key {
+                Some(k) => seen.insert(&k),
+                None => !std::mem::replace(&mut uncanonical, true),
+            };
+            for f in &scan.filters {
+                new(canonical(f));
+            }
             for p in preds {
-                let key = canonical(&p);
-                if !scan.filters.iter().any(|f| canonical(f) == key) {
+                if new(canonical(&p)) {
                     scan.filters.push(p);
                 }
             }

@@ -28,25 +28,41 @@ fn all_columns(schema: &PlanSchema) -> Vec<ColumnRef> {
 }
 
 fn add_columns<'a>(required: &mut Vec<ColumnRef>, exprs: impl IntoIterator<Item = &'a Expr>) {
+    let mut seen: std::collections::HashSet<ColumnRef> = required.iter().cloned().collect();
     for e in exprs {
         for c in e.columns() {
-            if !required.contains(&c) {
+            if seen.insert(c.clone()) {
                 required.push(c);
             }
         }
     }
 }
 
-/// Whether `field` of a scan is named by any reference in `required`.
-fn is_required(required: &[ColumnRef], relation: &Option<String>, name: &str) -> bool {
-    required.iter().any(|c| {
-        c.name.eq_ignore_ascii_case(name)
-            && match (&c.relation, relation) {
+/// The references in `required` by lower-case name, so that asking for each of a wide
+/// node's fields takes constant time (a 10,000-column scan asked a 10,000-long list).
+struct Required(std::collections::HashMap<String, Vec<Option<String>>>);
+
+impl Required {
+    fn new(required: &[ColumnRef]) -> Self {
+        let mut m: std::collections::HashMap<String, Vec<Option<String>>> = Default::default();
+        for c in required {
+            m.entry(c.name.to_ascii_lowercase())
+                .or_default()
+                .push(c.relation.clone());
+        }
+        Required(m)
+    }
+
+    /// Whether a field of `relation` named `name` is named by a reference here.
+    fn has(&self, relation: &Option<String>, name: &str) -> bool {
+        self.0.get(&name.to_ascii_lowercase()).is_some_and(|rels| {
+            rels.iter().any(|r| match (r, relation) {
                 (None, _) => true,
                 (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
                 _ => false,
-            }
-    })
+            })
+        })
+    }
 }
 
 /// Narrows `scan` to the columns `required` above it plus those its filters read; with
@@ -65,9 +81,11 @@ fn prune_scan(
         .projection
         .clone()
         .unwrap_or_else(|| (0..full.len()).collect());
+    let wanted = Required::new(&required);
+    let alias = Some(scan.alias.clone());
     let keep: Vec<usize> = current
         .into_iter()
-        .filter(|&i| is_required(&required, &Some(scan.alias.clone()), &full.field(i).name))
+        .filter(|&i| wanted.has(&alias, &full.field(i).name))
         .collect();
     let unchanged = scan.projection.as_ref() == Some(&keep)
         || (scan.projection.is_none() && keep.len() == full.len());
@@ -77,11 +95,12 @@ fn prune_scan(
         scan.with_projection(keep)
     };
     if drop_filter_only && !scan.filters.is_empty() {
+        let above = Required::new(&above);
         let out: Vec<Expr> = scan
             .schema
             .fields()
             .iter()
-            .filter(|f| is_required(&above, &f.relation, &f.name))
+            .filter(|f| above.has(&f.relation, &f.name))
             .map(|f| Expr::Column(f.column_ref()))
             .collect();
         if !out.is_empty() && out.len() < scan.schema.len() {
@@ -104,10 +123,11 @@ fn prune(plan: LogicalPlan, mut required: Vec<ColumnRef>) -> PlanResult<LogicalP
             // Outputs nothing above reads are dropped, all of them where nothing reads any
             // (`count(*)` over a view: its batches carry row counts and no columns, and the
             // scan below decodes none).
+            let wanted = Required::new(&required);
             let keep: Vec<usize> = (0..exprs.len())
                 .filter(|&i| {
                     let f = schema.field(i);
-                    is_required(&required, &f.relation, &f.name)
+                    wanted.has(&f.relation, &f.name)
                 })
                 .collect();
             let (exprs, schema) = if keep.len() == exprs.len() {
