@@ -40,6 +40,16 @@ impl Binder<'_> {
                         return Ok(e.clone());
                     }
                 }
+                // An outer column a domain stands for (see `domain`).
+                match self.domain_column(&c) {
+                    Some((d, true)) if scope.has(&d) => return Ok(Expr::Column(d)),
+                    Some((d, false)) => {
+                        if let Some(outer) = self.outer_column(&d)? {
+                            return Ok(outer);
+                        }
+                    }
+                    _ => {}
+                }
                 match self.outer_column(&c)? {
                     Some(outer) => Ok(outer),
                     None => Err(err.into()),

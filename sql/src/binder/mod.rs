@@ -1,5 +1,6 @@
 //! The binder: sqlparser AST to logical plans, one module per part of a query.
 
+mod domain;
 mod expr;
 mod from;
 mod functions;

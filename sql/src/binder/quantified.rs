@@ -85,6 +85,7 @@ impl Binder<'_> {
             filter: sub.filter,
             correlated: true,
             mark: Some(name.clone()),
+            domain: sub.domain,
         });
         Ok(Expr::Column(ColumnRef::new(name)))
     }

@@ -294,6 +294,11 @@ impl Binder<'_> {
         );
         // Set when this SELECT is a subquery's own: its WHERE may read the enclosing query.
         let body = self.body_frame_id(s);
+        // Bound over a domain: the outer values join the FROM, every clause reads them.
+        let domain = self.body_domain(s);
+        if let Some(d) = &domain {
+            b = super::domain::join_domain(b, d)?;
+        }
         let mut correlated = Vec::new();
         if let Some(w) = &s.selection {
             // Conjuncts over the FROM tables filter first; then EXISTS / IN conjuncts become
@@ -353,9 +358,12 @@ impl Binder<'_> {
             }
         }
         let input = b.schema().clone();
-        let correlation = body
-            .map(|id| Correlation::new(id, correlated, &input))
-            .transpose()?;
+        let correlation = match (&domain, body) {
+            (Some(d), Some(id)) if correlated.is_empty() => Some(Correlation::over_domain(id, d)),
+            _ => body
+                .map(|id| Correlation::new(id, correlated, &input))
+                .transpose()?,
+        };
         let pending = self.pending_mark();
 
         // The select list, bound against the FROM scope: (expression, its syntax).
@@ -899,6 +907,23 @@ impl Correlation {
             }));
         }
         Ok(c)
+    }
+
+    /// The correlation of a SELECT bound over `domain`: its columns are the keys, joined
+    /// to the outer columns they stand for NULL-safely.
+    fn over_domain(id: usize, domain: &super::domain::Domain) -> Self {
+        let keys = domain.keys();
+        let conjuncts = (0..keys.len())
+            .flat_map(|j| {
+                domain.key_conditions(j, Expr::Column(ColumnRef::new(subquery::key_name(id, j))))
+            })
+            .collect();
+        Correlation {
+            id,
+            keys,
+            conjuncts,
+            non_equi: false,
+        }
     }
 
     /// The key column for inner expression `e` (added if new).

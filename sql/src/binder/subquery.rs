@@ -23,6 +23,7 @@ use morsel_planner::{AggFunc, ColumnRef, Expr, JoinKind, PlanBuilder, PlanField,
 use morsel_storage::{DataType, ScalarValue};
 use sqlparser::ast::{self, Spanned};
 
+use super::domain::Domain;
 use super::Binder;
 use crate::error::SqlError;
 
@@ -30,15 +31,18 @@ use crate::error::SqlError;
 pub(crate) struct Frame {
     id: usize,
     /// The enclosing query's scope: where unresolved columns are looked up.
-    outer: PlanSchema,
+    pub(crate) outer: PlanSchema,
     /// The subquery's own SELECT (its body), if the body is a plain SELECT.
-    body: Option<*const ast::Select>,
+    pub(crate) body: Option<*const ast::Select>,
     /// True while the body's WHERE clause is being bound.
     allow_outer: Cell<bool>,
     /// Filled in by the body's SELECT.
     shape: RefCell<Option<Shape>>,
     /// A scalar subquery (its value is read), not EXISTS or IN (its rows are tested).
     scalar: bool,
+    /// Set when the subquery is bound over a domain of the outer columns it reads (the
+    /// general decorrelation, see `domain`).
+    pub(crate) domain: Option<Domain>,
 }
 
 /// What the body SELECT of a subquery reports back to the enclosing query.
@@ -64,6 +68,8 @@ pub(crate) struct PendingJoin {
     pub(crate) correlated: bool,
     /// The mark column of a mark join.
     pub(crate) mark: Option<String>,
+    /// The domain the subquery's plan stands on, built from the input it joins.
+    pub(crate) domain: Option<Domain>,
 }
 
 /// A bound subquery: its plan with uniquely named outputs, and how it joins.
@@ -77,6 +83,7 @@ pub(crate) struct Bound {
     correlated: bool,
     one_row_per_key: bool,
     empty_value: Option<Expr>,
+    pub(crate) domain: Option<Domain>,
 }
 
 impl Bound {
@@ -149,8 +156,35 @@ impl Binder<'_> {
         outer: &PlanSchema,
         scalar: bool,
     ) -> Result<Bound, SqlError> {
+        let (pending, using, aliases) = (
+            self.pending_mark(),
+            self.using_columns.borrow().len(),
+            self.aliases.borrow().len(),
+        );
+        match self.bind_over(q, outer, scalar, false) {
+            Err(e) if needs_domain(&e) => {
+                // What the failed try left queued goes.
+                self.pending.borrow_mut().truncate(pending);
+                self.using_columns.borrow_mut().truncate(using);
+                self.aliases.borrow_mut().truncate(aliases);
+                self.bind_over(q, outer, scalar, true)
+            }
+            result => result,
+        }
+    }
+
+    /// Binds `q` as a subquery of a query whose scope is `outer`, over a domain of the outer
+    /// columns it reads with `general`, else by the join rewrites.
+    pub(crate) fn bind_over(
+        &self,
+        q: &ast::Query,
+        outer: &PlanSchema,
+        scalar: bool,
+        general: bool,
+    ) -> Result<Bound, SqlError> {
         let id = self.next_subquery.get();
         self.next_subquery.set(id + 1);
+        let domain = general.then(|| Domain::for_query(id, q, outer)).flatten();
         let body = match q.body.as_ref() {
             ast::SetExpr::Select(s) => Some(s.as_ref() as *const ast::Select),
             _ => None,
@@ -162,6 +196,7 @@ impl Binder<'_> {
             allow_outer: Cell::new(false),
             shape: RefCell::new(None),
             scalar,
+            domain: domain.clone(),
         });
         let result = self.query(q);
         let frame = self.frames.borrow_mut().pop();
@@ -173,6 +208,13 @@ impl Binder<'_> {
             empty_value: None,
         });
         let correlated = !shape.conjuncts.is_empty();
+        if domain.is_some() && shape.keys == 0 {
+            // The body is not a plain SELECT (a set operation): it cannot take a domain.
+            return Err(
+                SqlError::unsupported("a correlated subquery that is not a plain SELECT")
+                    .at(q.span()),
+            );
+        }
         if correlated && q.limit_clause.is_some() {
             return Err(SqlError::unsupported("LIMIT in a correlated subquery").at(q.span()));
         }
@@ -207,7 +249,12 @@ impl Binder<'_> {
             filter: Expr::conjunction(rest),
             correlated,
             one_row_per_key: shape.one_row_per_key,
-            empty_value: shape.empty_value,
+            // Computed by the enclosing query: over its own columns.
+            empty_value: match &domain {
+                Some(d) => shape.empty_value.map(|e| d.to_outer(e)),
+                None => shape.empty_value,
+            },
+            domain,
         })
     }
 
@@ -246,8 +293,12 @@ impl Binder<'_> {
                 JoinKind::Anti { null_aware: true }
             }
         };
+        let plan = match &sub.domain {
+            Some(d) => d.substitute(sub.plan, &input)?,
+            None => sub.plan,
+        };
         input
-            .join(sub.plan, kind, sub.on, sub.filter)
+            .join(plan, kind, sub.on, sub.filter)
             .map_err(|e| SqlError::from(e).at(q.span()))
     }
 
@@ -283,6 +334,7 @@ impl Binder<'_> {
             filter: sub.filter,
             correlated: sub.correlated,
             mark: Some(name.clone()),
+            domain: sub.domain,
         });
         let mark = Expr::Column(ColumnRef::new(name));
         Ok(if negated {
@@ -299,7 +351,11 @@ impl Binder<'_> {
         q: &ast::Query,
         scope: &PlanSchema,
     ) -> Result<Expr, SqlError> {
-        let sub = self.bind_subquery(q, scope, true)?;
+        let mut sub = self.bind_subquery(q, scope, true)?;
+        if sub.filter.is_some() && sub.domain.is_none() {
+            // Correlated by more than equalities: over a domain, whose keys are equalities.
+            sub = self.bind_over(q, scope, true, true)?;
+        }
         let value = single_value(&sub, q)?;
         if sub.filter.is_some() {
             return Err(SqlError::unsupported(
@@ -311,7 +367,14 @@ impl Binder<'_> {
         let mut value_col = value.clone();
         if !sub.one_row_per_key {
             // At most one row per key, or an error: group by the keys, keep the only value.
-            let keys: Vec<Expr> = sub.on.iter().map(|(_, k)| k.clone()).collect();
+            // (By the key columns: a NULL-safe key is an expression over one.)
+            let mut keys: Vec<Expr> = Vec::new();
+            for c in sub.on.iter().flat_map(|(_, k)| k.columns()) {
+                let c = Expr::Column(c);
+                if !keys.contains(&c) {
+                    keys.push(c);
+                }
+            }
             let name = format!("__sq{}_single", sub.id);
             let agg = Expr::Aggregate {
                 func: AggFunc::Single,
@@ -347,6 +410,7 @@ impl Binder<'_> {
             filter: None,
             correlated: sub.correlated,
             mark: None,
+            domain: sub.domain,
         });
         Ok(result)
     }
@@ -382,6 +446,11 @@ impl Binder<'_> {
                      may only read GROUP BY columns of the outer query",
                 ));
             }
+            let plan = match &j.domain {
+                Some(d) => d.substitute(j.plan, &input)?,
+                None => j.plan,
+            };
+            let j = PendingJoin { plan, ..j };
             input = match (j.kind, j.mark) {
                 (JoinKind::Mark { null_aware }, Some(name)) => {
                     input.mark_join(j.plan, j.on, j.filter, null_aware, &name)?
@@ -443,6 +512,20 @@ impl Binder<'_> {
             return Err(SqlError::unsupported(format!("subqueries in {what}")));
         }
         Ok(())
+    }
+}
+
+/// Whether `e` is a join rewrite's refusal that a domain takes away.
+fn needs_domain(e: &SqlError) -> bool {
+    match &e.kind {
+        crate::error::SqlErrorKind::Unsupported(m) => [
+            "correlated reference to",
+            "two or more levels below",
+            "correlated by anything but equalities",
+        ]
+        .iter()
+        .any(|p| m.contains(p)),
+        _ => false,
     }
 }
 
