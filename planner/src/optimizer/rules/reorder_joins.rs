@@ -183,13 +183,19 @@ fn reorder(
     let Some((deep, deep_conds)) = left_deep(leaves.clone(), conds.clone()) else {
         return Ok(None);
     };
-    let (bushy, bushy_conds) = pairwise(leaves, conds);
-    let (deep, bushy) = (order_tree(deep), order_tree(bushy));
+    let deep = order_tree(deep);
     // The bushy order only where it joins fewer rows in all (ties keep the left-deep one,
-    // whose every join but the first streams the same input).
-    let (mut plan, conds) = match joined_rows(&bushy) < joined_rows(&deep) {
-        true => (bushy, bushy_conds),
-        false => (deep, deep_conds),
+    // whose every join but the first streams the same input), and only for regions small
+    // enough that trying every pair of parts at every step stays cheap.
+    let (mut plan, conds) = if leaves.len() <= BUSHY_MAX_INPUTS {
+        let (bushy, bushy_conds) = pairwise(leaves, conds);
+        let bushy = order_tree(bushy);
+        match joined_rows(&bushy) < joined_rows(&deep) {
+            true => (bushy, bushy_conds),
+            false => (deep, deep_conds),
+        }
+    } else {
+        (deep, deep_conds)
     };
     let rest: Vec<Expr> = conds
         .into_iter()
@@ -218,13 +224,40 @@ fn reorder(
     Ok(Some(plan))
 }
 
-/// Whether a condition links an input of `a` to one of `b`.
-fn linked(a: &[usize], b: &[usize], conds: &[Condition]) -> bool {
-    conds.iter().any(|c| {
-        c.is_link()
-            && c.leaves.iter().any(|l| a.contains(l))
-            && c.leaves.iter().any(|l| b.contains(l))
-    })
+/// The most inputs a region is also ordered bushily for. The pairwise search tries every two
+/// parts at every step (cubic in the inputs, times the conditions): 16 covers TPC-H's regions
+/// (at most 8) and keeps a 64-table clique's planning short.
+const BUSHY_MAX_INPUTS: usize = 16;
+
+/// Which inputs an equality links to which, as bit sets: asking whether two groups of inputs
+/// are linked is then a few word operations per input, not a pass over every condition
+/// (planning a 64-table clique asked that millions of times).
+struct Links {
+    words: usize,
+    adjacent: Vec<Vec<u64>>,
+}
+
+impl Links {
+    fn new(n: usize, conds: &[Condition]) -> Self {
+        let words = n.div_ceil(64).max(1);
+        let mut adjacent = vec![vec![0u64; words]; n];
+        for c in conds.iter().filter(|c| c.is_link()) {
+            let (p, q) = (c.leaves[0], c.leaves[1]);
+            adjacent[p][q / 64] |= 1 << (q % 64);
+            adjacent[q][p / 64] |= 1 << (p % 64);
+        }
+        Links { words, adjacent }
+    }
+
+    /// Whether an equality links an input of `a` to one of `b`.
+    fn linked(&self, a: &[usize], b: &[usize]) -> bool {
+        let mut set = vec![0u64; self.words];
+        for &j in b {
+            set[j / 64] |= 1 << (j % 64);
+        }
+        a.iter()
+            .any(|&i| self.adjacent[i].iter().zip(&set).any(|(x, y)| x & y != 0))
+    }
 }
 
 /// The left-deep order: the linked pair whose join is estimated smallest first, then, step
@@ -237,6 +270,7 @@ fn left_deep(
 ) -> Option<(LogicalPlan, Vec<Condition>)> {
     let rows: Vec<f64> = leaves.iter().map(estimate_rows).collect();
     let n = leaves.len();
+    let links = Links::new(n, &conds);
     let mut slots: Vec<Option<LogicalPlan>> = leaves.into_iter().map(Some).collect();
 
     // The first pair: linked, smallest estimated join (ties: lower positions); without any
@@ -246,7 +280,7 @@ fn left_deep(
         let mut best: Option<(f64, usize, usize, Step)> = None;
         for a in 0..n {
             for b in a + 1..n {
-                if !linked(&[a], &[b], &conds) {
+                if !links.linked(&[a], &[b]) {
                     continue;
                 }
                 let (Some(pa), Some(pb)) = (&slots[a], &slots[b]) else {
@@ -278,7 +312,7 @@ fn left_deep(
         let linked_left: Vec<usize> = left
             .iter()
             .copied()
-            .filter(|&k| linked(&joined, &[k], &conds))
+            .filter(|&k| links.linked(&joined, &[k]))
             .collect();
         let candidates = if linked_left.is_empty() {
             left
@@ -321,6 +355,7 @@ struct Part {
 /// filter one another meet before either meets a larger one (TPC-H Q7: the customers of two
 /// nations meet their orders before lineitem probes both sides).
 fn pairwise(leaves: Vec<LogicalPlan>, mut conds: Vec<Condition>) -> (LogicalPlan, Vec<Condition>) {
+    let links = Links::new(leaves.len(), &conds);
     let mut parts: Vec<Part> = leaves
         .into_iter()
         .enumerate()
@@ -335,7 +370,7 @@ fn pairwise(leaves: Vec<LogicalPlan>, mut conds: Vec<Condition>) -> (LogicalPlan
             for a in 0..parts.len() {
                 for b in a + 1..parts.len() {
                     let (pa, pb) = (&parts[a], &parts[b]);
-                    if !linked(&pa.leaves, &pb.leaves, &conds) {
+                    if !links.linked(&pa.leaves, &pb.leaves) {
                         continue;
                     }
                     let step = join_step(&pa.plan, &pa.leaves, &pb.plan, &pb.leaves, &conds);
@@ -566,13 +601,24 @@ fn join_step(
     let mut placed = Vec::new();
     let over =
         |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && e.columns().iter().all(|x| s.has(x));
+    // The inputs on either side, as a set (a region has one condition per pair of inputs at
+    // most, a clique's many: membership must not scan the lists).
+    let width = joined
+        .iter()
+        .chain(next_leaves)
+        .max()
+        .map_or(1, |m| m / 64 + 1);
+    let mut covered = vec![0u64; width];
+    for &l in joined.iter().chain(next_leaves) {
+        covered[l / 64] |= 1 << (l % 64);
+    }
+    let inside = |l: usize| {
+        covered
+            .get(l / 64)
+            .is_some_and(|w| w & (1 << (l % 64)) != 0)
+    };
     for (i, c) in conds.iter().enumerate() {
-        if c.placed
-            || !c
-                .leaves
-                .iter()
-                .all(|l| next_leaves.contains(l) || joined.contains(l))
-        {
+        if c.placed || !c.leaves.iter().all(|&l| inside(l)) {
             continue;
         }
         placed.push(i);
