@@ -31,6 +31,23 @@ impl Binder<'_> {
         match scope.index_of(&c) {
             Ok(_) => Ok(Expr::Column(c)),
             Err(err @ morsel_planner::PlanError::ColumnNotFound { .. }) => {
+                // `t2.a` after `JOIN t2 USING (a)`: the right input's copy, kept under an
+                // internal name.
+                if c.relation.is_some() {
+                    let using = self.using_columns.borrow();
+                    let kept = using.iter().rev().find(|(original, hidden)| {
+                        original.name.eq_ignore_ascii_case(&c.name)
+                            && original
+                                .relation
+                                .as_deref()
+                                .zip(c.relation.as_deref())
+                                .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
+                            && scope.has(hidden)
+                    });
+                    if let Some((_, hidden)) = kept {
+                        return Ok(Expr::Column(hidden.clone()));
+                    }
+                }
                 if c.relation.is_none() {
                     let aliases = self.aliases.borrow();
                     if let Some((_, e)) = aliases

@@ -1,6 +1,6 @@
 //! FROM: tables, CSV files (quoted paths and `read_csv(...)`), derived tables and joins.
 
-use morsel_planner::{Expr, JoinKind, PlanBuilder};
+use morsel_planner::{ColumnRef, Expr, JoinKind, PlanBuilder};
 use morsel_storage::csv::CsvOptions;
 use sqlparser::ast::{self, Spanned};
 
@@ -291,11 +291,17 @@ impl Binder<'_> {
                 for (i, f) in out.fields().iter().enumerate() {
                     let c = Expr::Column(f.column_ref());
                     if i >= first_right {
-                        // The right copy stays for `t2.a`, out of `*`.
+                        // The right copy stays for `t2.a`, under an internal name (so `a`
+                        // alone means the join's copy), out of `*`.
                         if is_key(&f.name) {
-                            self.using_columns.borrow_mut().push(f.column_ref());
+                            let mut using = self.using_columns.borrow_mut();
+                            let hidden =
+                                ColumnRef::new(format!("__using{}_{}", using.len(), f.name));
+                            using.push((f.column_ref(), hidden.clone()));
+                            keep.push(c.alias(hidden.name));
+                        } else {
+                            keep.push(c);
                         }
-                        keep.push(c);
                     } else if is_key(&f.name) && matches!(kind, JoinKind::Right | JoinKind::Full) {
                         let r = (first_right..out.len())
                             .find(|&j| out.field(j).name.eq_ignore_ascii_case(&f.name))

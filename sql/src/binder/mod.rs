@@ -129,9 +129,9 @@ pub(crate) struct Binder<'a> {
     /// Files the statement has opened, by path and options: a file named twice is one
     /// source (opened and its schema inferred once), so its scans can run once.
     files: RefCell<Vec<(String, CsvOptions, TableSource)>>,
-    /// Right-hand join columns a `JOIN ... USING` keeps for qualified references (`t2.a`)
-    /// but `*` leaves out, innermost FROM last.
-    using_columns: RefCell<Vec<ColumnRef>>,
+    /// Right-hand join columns a `JOIN ... USING` keeps for qualified references (`t2.a`),
+    /// each with the internal name it is kept under (which `*` leaves out), innermost last.
+    using_columns: RefCell<Vec<(ColumnRef, ColumnRef)>>,
     /// Select-list aliases a HAVING clause may name, with their bound expressions.
     aliases: RefCell<Vec<(String, Expr)>>,
 }

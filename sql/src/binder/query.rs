@@ -279,10 +279,11 @@ impl Binder<'_> {
         let mut b = self.from(&s.from)?;
         // What `*` expands to: the FROM clause's columns, never the columns of subqueries
         // the WHERE clause joins in, nor the second copy of a USING column.
-        let hidden: Vec<ColumnRef> = self
-            .using_columns
-            .borrow_mut()
-            .drain(using_mark..)
+        // (They stay listed while the SELECT binds: `t2.a` finds them; see `column` in
+        // expr.rs.)
+        let hidden: Vec<ColumnRef> = self.using_columns.borrow()[using_mark..]
+            .iter()
+            .map(|(_, hidden)| hidden.clone())
             .collect();
         let star_scope = PlanSchema::new(
             b.schema()
@@ -372,8 +373,18 @@ impl Binder<'_> {
             match item {
                 ast::SelectItem::UnnamedExpr(e) => {
                     let mut expr = self.expr(e, &input)?;
-                    // A subquery's column is named by its SQL text, not by internal names.
-                    if expr.output_name().contains("__sq") {
+                    // A subquery's column is named by its SQL text, not by internal names;
+                    // a USING join's right copy (`t2.a`) by its column name.
+                    let name = expr.output_name();
+                    if name.starts_with("__using") {
+                        let column = match e {
+                            ast::Expr::CompoundIdentifier(parts) => {
+                                parts.last().map(|p| p.value.clone())
+                            }
+                            _ => None,
+                        };
+                        expr = expr.alias(column.unwrap_or_else(|| e.to_string()));
+                    } else if name.contains("__sq") {
                         expr = expr.alias(e.to_string());
                     }
                     items.push(Item {
