@@ -26,7 +26,7 @@ pub(crate) struct Entry {
 pub(crate) enum Object {
     Table(TableSource),
     /// A view's query, bound each time it is used (so it sees tables as they are then).
-    View(Box<morsel_sql::ast::Query>),
+    View(Box<morsel_sql::ast::Query>, morsel_planner::PlanSchema),
 }
 
 struct State {
@@ -220,7 +220,7 @@ impl Session {
     fn lookup(&self, name: &str) -> Option<TableSource> {
         match self.entry(name)? {
             Object::Table(source) => Some(source),
-            Object::View(_) => None,
+            Object::View(..) => None,
         }
     }
 
@@ -329,7 +329,14 @@ impl Catalog for Session {
 
     fn view(&self, name: &str) -> Option<morsel_sql::ast::Query> {
         match self.entry(name)? {
-            Object::View(q) => Some(*q),
+            Object::View(q, _) => Some(*q),
+            Object::Table(_) => None,
+        }
+    }
+
+    fn view_schema(&self, name: &str) -> Option<morsel_planner::PlanSchema> {
+        match self.entry(name)? {
+            Object::View(_, schema) => Some(schema),
             Object::Table(_) => None,
         }
     }

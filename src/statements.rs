@@ -132,6 +132,7 @@ impl Session {
             Statement::CreateView {
                 name,
                 query,
+                schema,
                 or_replace,
             } => {
                 match self.entry(&name) {
@@ -140,14 +141,14 @@ impl Session {
                             "{name} is a table; drop it before creating a view of that name"
                         )))
                     }
-                    Some(Object::View(_)) if !or_replace => {
+                    Some(Object::View(..)) if !or_replace => {
                         return Err(Error::Invalid(format!(
                             "view {name} already exists (use CREATE OR REPLACE VIEW)"
                         )))
                     }
                     _ => {}
                 }
-                self.put(&name, Object::View(query));
+                self.put(&name, Object::View(query, schema));
                 Ok(empty_result())
             }
             Statement::Insert { table, rows } => {
@@ -177,7 +178,7 @@ impl Session {
                 for name in names {
                     match (self.entry(&name), kind) {
                         (Some(Object::Table(_)), DropKind::Table)
-                        | (Some(Object::View(_)), DropKind::View) => self.remove(&name),
+                        | (Some(Object::View(..)), DropKind::View) => self.remove(&name),
                         (None, _) if if_exists => {}
                         (None, _) => {
                             return Err(Error::Invalid(format!(

@@ -11,6 +11,11 @@ pub trait Catalog {
     fn table(&self, name: &str) -> Option<TableSource>;
     /// A view's query by name (case-insensitive), if any; bound where it is used.
     fn view(&self, name: &str) -> Option<ast::Query>;
+    /// A view's columns as bound when it was created, if known: what a new view over it is
+    /// checked against.
+    fn view_schema(&self, _name: &str) -> Option<morsel_planner::PlanSchema> {
+        None
+    }
     /// Names of all registered tables and views, for "did you mean" suggestions.
     fn table_names(&self) -> Vec<String>;
     /// Opens a CSV file named in a query. The one place that decides which files a query may

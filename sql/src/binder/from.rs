@@ -161,6 +161,15 @@ impl Binder<'_> {
             self.ctes.borrow_mut().extend(later);
             return Ok(Some(bound?.alias(alias)));
         }
+        if self.checking_view.get() {
+            if let Some(schema) = self.catalog.view_schema(text) {
+                let empty = morsel_planner::LogicalPlan::Values {
+                    rows: Vec::new(),
+                    schema,
+                };
+                return Ok(Some(PlanBuilder::from_plan(empty).alias(alias)));
+            }
+        }
         if let Some(query) = self.catalog.view(text) {
             let key = text.to_ascii_lowercase();
             if self.views.borrow().contains(&key) {

@@ -134,6 +134,8 @@ pub(crate) struct Binder<'a> {
     using_columns: RefCell<Vec<(ColumnRef, ColumnRef)>>,
     /// Select-list aliases a HAVING clause may name, with their bound expressions.
     aliases: RefCell<Vec<(String, Expr)>>,
+    /// Set while a CREATE VIEW's query is checked: views it reads stand in by their columns.
+    checking_view: Cell<bool>,
 }
 
 impl<'a> Binder<'a> {
@@ -147,6 +149,7 @@ impl<'a> Binder<'a> {
             views: RefCell::default(),
             using_columns: RefCell::default(),
             aliases: RefCell::default(),
+            checking_view: Cell::new(false),
             files: RefCell::default(),
         }
     }

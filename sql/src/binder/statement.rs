@@ -57,6 +57,9 @@ pub enum Statement {
     CreateView {
         name: String,
         query: Box<ast::Query>,
+        /// Its columns as bound at creation: a view created over it is checked against
+        /// them, not by expanding this one again (a chain of n views would bind n^2 levels).
+        schema: PlanSchema,
         or_replace: bool,
     },
     /// `INSERT INTO` / `COPY table FROM`: rows (in the table's column order and types) to
@@ -103,11 +106,15 @@ impl Binder<'_> {
                         "MATERIALIZED views and column lists on views",
                     ));
                 }
-                // Bind once now, so a view that cannot run is refused when created.
-                self.query(&cv.query)?;
+                // Bind once now, so a view that cannot run is refused when created; the views
+                // it reads stand in by their columns.
+                let checking = self.checking_view.replace(true);
+                let bound = self.query(&cv.query);
+                self.checking_view.set(checking);
                 Ok(Statement::CreateView {
                     name: object_name(&cv.name)?,
                     query: cv.query.clone(),
+                    schema: bound?.schema().clone(),
                     or_replace: cv.or_replace,
                 })
             }
