@@ -978,11 +978,21 @@ impl Correlation {
                 }
             })
             .filter(|v| !certainly_null(v));
+        // An aggregate without GROUP BY has its one row for a key no input row has, unless
+        // HAVING over no rows rules it out.
+        let row_over_no_rows = (one_row_per_key && !self.keys.is_empty()).then(|| match having {
+            Some(h) => Expr::Function {
+                func: morsel_planner::ScalarFunc::Coalesce,
+                args: vec![over_no_rows(h), Expr::Literal(ScalarValue::Boolean(false))],
+            },
+            None => Expr::Literal(ScalarValue::Boolean(true)),
+        });
         Shape {
             conjuncts: self.conjuncts.clone(),
             keys: self.keys.len(),
             one_row_per_key,
             empty_value,
+            row_over_no_rows,
         }
     }
 }

@@ -16,6 +16,11 @@
 //!
 //! Correlation conjuncts `inner = outer` become join keys; others become the join's residual
 //! filter, which only joins that do not aggregate the subquery can take.
+//!
+//! What these rewrites refuse (an aggregate or scalar correlated by more than equalities,
+//! outer columns outside the WHERE clause, references two or more levels out) is bound again
+//! over a domain of the outer values (see `domain`), whose keys are equalities again; a
+//! failed try leaves nothing queued. `quantified` builds ANY / ALL from the mark joins here.
 
 use std::cell::{Cell, RefCell};
 
@@ -56,6 +61,9 @@ pub(crate) struct Shape {
     /// The value of the (single) select item over no rows, where that is not NULL
     /// (`count(...)` gives 0).
     pub empty_value: Option<Expr>,
+    /// For an aggregate without GROUP BY: whether it has a row for a key without input rows
+    /// (TRUE, or HAVING over no rows), which EXISTS must see.
+    pub row_over_no_rows: Option<Expr>,
 }
 
 /// A join the enclosing expression's input needs before the expression can be evaluated.
@@ -83,6 +91,7 @@ pub(crate) struct Bound {
     correlated: bool,
     one_row_per_key: bool,
     empty_value: Option<Expr>,
+    row_over_no_rows: Option<Expr>,
     pub(crate) domain: Option<Domain>,
 }
 
@@ -206,6 +215,7 @@ impl Binder<'_> {
             keys: 0,
             one_row_per_key: false,
             empty_value: None,
+            row_over_no_rows: None,
         });
         let correlated = !shape.conjuncts.is_empty();
         if domain.is_some() && shape.keys == 0 {
@@ -254,6 +264,10 @@ impl Binder<'_> {
                 Some(d) => shape.empty_value.map(|e| d.to_outer(e)),
                 None => shape.empty_value,
             },
+            row_over_no_rows: match &domain {
+                Some(d) => shape.row_over_no_rows.map(|e| d.to_outer(e)),
+                None => shape.row_over_no_rows,
+            },
             domain,
         })
     }
@@ -269,6 +283,16 @@ impl Binder<'_> {
     ) -> Result<PlanBuilder, SqlError> {
         let scope = input.schema().clone();
         let mut sub = self.bind_subquery(q, &scope, false)?;
+        if in_expr.is_none() && sub.row_over_no_rows.is_some() {
+            // [NOT] EXISTS over an aggregate without GROUP BY: a row for every outer row
+            // but those HAVING rules out.
+            let mark = self.pending_mark();
+            let exists = self.mark_subquery_bound(sub, q, None, negated, &scope)?;
+            let input = self.apply_pending(input, mark, false)?;
+            return input
+                .filter(exists)
+                .map_err(|e| SqlError::from(e).at(q.span()));
+        }
         if let Some(x) = in_expr {
             let mark = self.pending_mark();
             let x = self.expr(x, &scope)?;
@@ -311,8 +335,24 @@ impl Binder<'_> {
         negated: bool,
         scope: &PlanSchema,
     ) -> Result<Expr, SqlError> {
-        let mut sub = self.bind_subquery(q, scope, false)?;
+        let sub = self.bind_subquery(q, scope, false)?;
+        self.mark_subquery_bound(sub, q, in_expr, negated, scope)
+    }
+
+    /// [`Binder::mark_subquery`] for a subquery bound already.
+    fn mark_subquery_bound(
+        &self,
+        mut sub: Bound,
+        q: &ast::Query,
+        in_expr: Option<&ast::Expr>,
+        negated: bool,
+        scope: &PlanSchema,
+    ) -> Result<Expr, SqlError> {
         let null_aware = in_expr.is_some();
+        let over_no_rows = match in_expr {
+            None => sub.row_over_no_rows.take(),
+            Some(_) => None,
+        };
         if let Some(x) = in_expr {
             if sub.correlated {
                 // x [NOT] IN (correlated q): x = ANY (q) / x <> ALL (q).
@@ -337,10 +377,16 @@ impl Binder<'_> {
             domain: sub.domain,
         });
         let mark = Expr::Column(ColumnRef::new(name));
+        // EXISTS over an aggregate without GROUP BY also holds where no row matched, when
+        // its row over no rows is kept.
+        let exists = match over_no_rows {
+            Some(e) => mark.or(e),
+            None => mark,
+        };
         Ok(if negated {
-            Expr::Not(Box::new(mark))
+            Expr::Not(Box::new(exists))
         } else {
-            mark
+            exists
         })
     }
 
