@@ -261,20 +261,31 @@ fn simplify_case(
         otherwise,
     };
     let never = |w: &Expr| is_bool(w, false) || is_null_constant(w);
-    if branches.iter().any(|(w, _)| never(w) || is_bool(w, true)) {
-        // The CASE's type, before the branches that give it go.
-        let Ok(t) = whole(branches.clone(), otherwise.clone()).data_type(schema) else {
-            return whole(branches, otherwise);
-        };
-        let branches: Vec<_> = branches.into_iter().filter(|(w, _)| !never(w)).collect();
-        return match (branches.first(), otherwise) {
-            (Some((w, then)), _) if is_bool(w, true) => then.clone(),
-            (None, Some(o)) => *o,
-            (None, None) => Expr::Literal(ScalarValue::Null).cast(t),
-            (Some(_), otherwise) => simplify_case(branches, otherwise, schema),
-        };
+    if !branches.iter().any(|(w, _)| never(w) || is_bool(w, true)) {
+        return whole(branches, otherwise);
     }
-    whole(branches, otherwise)
+    // The CASE's type, before the branches that give it go.
+    let Ok(t) = whole(branches.clone(), otherwise.clone()).data_type(schema) else {
+        return whole(branches, otherwise);
+    };
+    // Branches that never hold go; one that always holds ends the CASE as its ELSE.
+    let mut kept = Vec::with_capacity(branches.len());
+    let mut otherwise = otherwise;
+    for (w, then) in branches {
+        if never(&w) {
+            continue;
+        }
+        if is_bool(&w, true) {
+            otherwise = Some(Box::new(then));
+            break;
+        }
+        kept.push((w, then));
+    }
+    match (kept.is_empty(), otherwise) {
+        (true, Some(o)) => *o,
+        (true, None) => Expr::Literal(ScalarValue::Null).cast(t),
+        (false, otherwise) => whole(kept, otherwise),
+    }
 }
 
 /// A NULL literal, or a cast of one.
