@@ -219,6 +219,7 @@ pub(super) fn filter(predicate: &PhysExpr, batch: &Batch) -> ExecResult<Column> 
 }
 
 /// The conjuncts of `e` (looking through fused programs), in order.
+#[recursive::recursive]
 fn split_and<'a>(e: &'a PhysExpr, out: &mut Vec<&'a PhysExpr>) {
     match e {
         PhysExpr::Binary {

@@ -436,6 +436,7 @@ impl PhysExpr {
 
     /// Whether evaluating in `mode` can differ from the fast way: the tree holds a CASE or
     /// COALESCE, or for a predicate an AND or OR (fused programs included).
+    #[recursive::recursive]
     fn has_lazy_parts(&self, mode: Mode) -> bool {
         match self {
             PhysExpr::Case { .. }
