@@ -96,13 +96,17 @@ impl Binder<'_> {
             }
         };
         let (limit, offset) = self.limit(q)?;
-        if limit.is_some() || offset > 0 {
+        let taken = match q.body.as_ref() {
+            ast::SetExpr::Select(s) => self.limit_taken_by(s),
+            _ => false,
+        };
+        if (limit.is_some() || offset > 0) && !taken {
             b = b.limit(offset, limit);
         }
         Ok(b)
     }
 
-    fn limit(&self, q: &ast::Query) -> Result<(Option<usize>, usize), SqlError> {
+    pub(crate) fn limit(&self, q: &ast::Query) -> Result<(Option<usize>, usize), SqlError> {
         let count = |e: &ast::Expr| -> Result<usize, SqlError> {
             match e {
                 ast::Expr::Value(v) => match &v.value {
@@ -770,6 +774,51 @@ impl Binder<'_> {
         };
         if distinct {
             b = b.distinct();
+        }
+        let per_key = match &correlation {
+            Some(c) if !c.keys.is_empty() => self.take_limit_per_key(s),
+            _ => None,
+        };
+        if let (Some((offset, limit)), Some(c)) = (per_key, &correlation) {
+            // A correlated subquery's LIMIT holds per outer row: rows numbered within each
+            // key (in ORDER BY order), those past OFFSET + LIMIT dropped.
+            let numbered = b.schema().clone();
+            let column = |i: usize| Expr::Column(numbered.field(i).column_ref());
+            let partition_by = (visible_items..visible_items + c.keys.len())
+                .map(column)
+                .collect();
+            let order_by: Vec<SortExpr> = sort_targets
+                .iter()
+                .zip(order)
+                .map(|(&i, o)| sort_expr(column(i), o))
+                .collect();
+            let frame = morsel_planner::expr::WindowFrame::default_for(!order_by.is_empty());
+            let row = Expr::Window(Box::new(morsel_planner::expr::WindowExpr {
+                func: morsel_planner::expr::WindowFunc::RowNumber,
+                args: Vec::new(),
+                partition_by,
+                order_by,
+                frame,
+            }));
+            b = b.window(vec![row.alias("__row")])?;
+            let n = Expr::Column(ColumnRef::new("__row"));
+            let mut keep = n
+                .clone()
+                .gt(Expr::Literal(ScalarValue::Int64(offset as i64)));
+            if let Some(l) = limit {
+                keep = keep.and(n.lt_eq(Expr::Literal(ScalarValue::Int64((offset + l) as i64))));
+            }
+            b = b.filter(keep)?;
+            let cols = (0..visible)
+                .map(|i| {
+                    if clash {
+                        column(i).alias(out.field(i).name.clone())
+                    } else {
+                        column(i)
+                    }
+                })
+                .collect();
+            return Ok(b.project(cols)?);
         }
         if !sort_targets.is_empty() {
             let sorted = b.schema().clone();

@@ -48,6 +48,10 @@ pub(crate) struct Frame {
     /// Set when the subquery is bound over a domain of the outer columns it reads (the
     /// general decorrelation, see `domain`).
     pub(crate) domain: Option<Domain>,
+    /// The subquery's LIMIT and OFFSET, and whether its SELECT took them per key (a
+    /// correlated subquery's rows are limited per outer row, not in all).
+    limit: Option<(usize, Option<usize>)>,
+    limit_taken: Cell<bool>,
 }
 
 /// What the body SELECT of a subquery reports back to the enclosing query.
@@ -141,6 +145,26 @@ impl Binder<'_> {
         (f.body == Some(s as *const _)).then_some(f.id)
     }
 
+    /// The LIMIT and OFFSET a correlated subquery's own SELECT `s` takes per key, if any;
+    /// asking marks them taken (its query then applies no limit of its own).
+    pub(crate) fn take_limit_per_key(&self, s: &ast::Select) -> Option<(usize, Option<usize>)> {
+        let frames = self.frames.borrow();
+        let f = frames.last()?;
+        if f.body != Some(s as *const _) {
+            return None;
+        }
+        f.limit_taken.set(f.limit.is_some());
+        f.limit
+    }
+
+    /// Whether the subquery whose body is `s` took its LIMIT per key.
+    pub(crate) fn limit_taken_by(&self, s: &ast::Select) -> bool {
+        let frames = self.frames.borrow();
+        frames
+            .last()
+            .is_some_and(|f| f.body == Some(s as *const _) && f.limit_taken.get())
+    }
+
     /// Whether the subquery being bound is a scalar one.
     pub(crate) fn in_scalar_subquery(&self) -> bool {
         self.frames.borrow().last().is_some_and(|f| f.scalar)
@@ -206,10 +230,16 @@ impl Binder<'_> {
             shape: RefCell::new(None),
             scalar,
             domain: domain.clone(),
+            limit: match self.limit(q)? {
+                (None, 0) => None,
+                (limit, offset) => Some((offset, limit)),
+            },
+            limit_taken: Cell::new(false),
         });
         let result = self.query(q);
         let frame = self.frames.borrow_mut().pop();
         let sub = result?;
+        let limit_taken = frame.as_ref().is_some_and(|f| f.limit_taken.get());
         let shape = frame.and_then(|f| f.shape.into_inner()).unwrap_or(Shape {
             conjuncts: Vec::new(),
             keys: 0,
@@ -225,7 +255,7 @@ impl Binder<'_> {
                     .at(q.span()),
             );
         }
-        if correlated && q.limit_clause.is_some() {
+        if correlated && (q.limit_clause.is_some() || q.fetch.is_some()) && !limit_taken {
             return Err(SqlError::unsupported("LIMIT in a correlated subquery").at(q.span()));
         }
         // Outputs: the visible columns renamed `__sqN_vI`, then the key columns.
