@@ -318,24 +318,8 @@ impl Binder<'_> {
                 ));
             }
         }
-        let op = match op {
-            O::Plus => BinaryOp::Plus,
-            O::Minus => BinaryOp::Minus,
-            O::Multiply => BinaryOp::Multiply,
-            O::Divide => BinaryOp::Divide,
-            O::DuckIntegerDivide | O::MyIntegerDivide => BinaryOp::IntDivide,
-            O::Modulo => BinaryOp::Modulo,
-            O::Eq => BinaryOp::Eq,
-            O::NotEq => BinaryOp::NotEq,
-            O::Lt => BinaryOp::Lt,
-            O::LtEq => BinaryOp::LtEq,
-            O::Gt => BinaryOp::Gt,
-            O::GtEq => BinaryOp::GtEq,
-            O::And => BinaryOp::And,
-            O::Or => BinaryOp::Or,
-            O::StringConcat => BinaryOp::Concat,
-            other => return Err(SqlError::unsupported(format!("the operator {other}"))),
-        };
+        let op =
+            binary_op(op).ok_or_else(|| SqlError::unsupported(format!("the operator {op}")))?;
         Ok(Expr::Binary {
             left: Box::new(self.expr(left, scope)?),
             op,
@@ -634,4 +618,27 @@ fn typed_string(t: &ast::DataType, v: &ast::Value) -> Result<Expr, SqlError> {
     value
         .map(Expr::Literal)
         .ok_or_else(|| SqlError::invalid(format!("invalid {} literal '{s}'", ty.sql_name())))
+}
+
+/// The planner's operator for a SQL binary operator, if it has one.
+pub(crate) fn binary_op(op: &ast::BinaryOperator) -> Option<BinaryOp> {
+    use ast::BinaryOperator as O;
+    Some(match op {
+        O::Plus => BinaryOp::Plus,
+        O::Minus => BinaryOp::Minus,
+        O::Multiply => BinaryOp::Multiply,
+        O::Divide => BinaryOp::Divide,
+        O::DuckIntegerDivide | O::MyIntegerDivide => BinaryOp::IntDivide,
+        O::Modulo => BinaryOp::Modulo,
+        O::Eq => BinaryOp::Eq,
+        O::NotEq => BinaryOp::NotEq,
+        O::Lt => BinaryOp::Lt,
+        O::LtEq => BinaryOp::LtEq,
+        O::Gt => BinaryOp::Gt,
+        O::GtEq => BinaryOp::GtEq,
+        O::And => BinaryOp::And,
+        O::Or => BinaryOp::Or,
+        O::StringConcat => BinaryOp::Concat,
+        _ => return None,
+    })
 }

@@ -91,17 +91,9 @@ impl Binder<'_> {
     }
 }
 
+/// The comparison `op` names, if it is one.
 fn comparison(op: &ast::BinaryOperator) -> Option<BinaryOp> {
-    use ast::BinaryOperator as O;
-    Some(match op {
-        O::Eq => BinaryOp::Eq,
-        O::NotEq => BinaryOp::NotEq,
-        O::Lt => BinaryOp::Lt,
-        O::LtEq => BinaryOp::LtEq,
-        O::Gt => BinaryOp::Gt,
-        O::GtEq => BinaryOp::GtEq,
-        _ => return None,
-    })
+    super::expr::binary_op(op).filter(|o| o.is_comparison())
 }
 
 /// The comparison that holds exactly where `op` fails (both NULL where either operand is).
