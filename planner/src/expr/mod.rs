@@ -115,6 +115,20 @@ impl BinaryOp {
         }
     }
 
+    /// The comparison that holds exactly where this one fails (`NOT (a < b)` is `a >= b`;
+    /// both are NULL where an operand is). Other operators come back as they are.
+    pub fn negated(self) -> Self {
+        match self {
+            BinaryOp::Eq => BinaryOp::NotEq,
+            BinaryOp::NotEq => BinaryOp::Eq,
+            BinaryOp::Lt => BinaryOp::GtEq,
+            BinaryOp::LtEq => BinaryOp::Gt,
+            BinaryOp::Gt => BinaryOp::LtEq,
+            BinaryOp::GtEq => BinaryOp::Lt,
+            other => other,
+        }
+    }
+
     /// The operator with its operands swapped (`a < b` == `b > a`).
     pub fn swap(self) -> Self {
         match self {

@@ -34,7 +34,7 @@ impl Binder<'_> {
         })?;
         let x = self.expr(x, scope)?;
         // The row that decides: one whose comparison holds (ANY) or fails (ALL).
-        let deciding = if all { negated(op) } else { op };
+        let deciding = if all { op.negated() } else { op };
         let decided = self.mark_where(q, scope, &x, deciding, false)?;
         let unknown = self.mark_where(q, scope, &x, op, true)?;
         let boolean = |b: bool| Expr::Literal(ScalarValue::Boolean(b));
@@ -94,16 +94,4 @@ impl Binder<'_> {
 /// The comparison `op` names, if it is one.
 fn comparison(op: &ast::BinaryOperator) -> Option<BinaryOp> {
     super::expr::binary_op(op).filter(|o| o.is_comparison())
-}
-
-/// The comparison that holds exactly where `op` fails (both NULL where either operand is).
-fn negated(op: BinaryOp) -> BinaryOp {
-    match op {
-        BinaryOp::Eq => BinaryOp::NotEq,
-        BinaryOp::NotEq => BinaryOp::Eq,
-        BinaryOp::Lt => BinaryOp::GtEq,
-        BinaryOp::LtEq => BinaryOp::Gt,
-        BinaryOp::Gt => BinaryOp::LtEq,
-        _ => BinaryOp::Lt,
-    }
 }

@@ -155,7 +155,7 @@ fn simplify_node(e: Expr, schema: &PlanSchema) -> Expr {
             Expr::Literal(ScalarValue::Boolean(b)) => boolean(!b),
             Expr::Binary { left, op, right } if op.is_comparison() => Expr::Binary {
                 left,
-                op: negate(op),
+                op: op.negated(),
                 right,
             },
             other => Expr::Not(Box::new(other)),
@@ -377,18 +377,6 @@ pub(crate) fn fold_binary(l: &ScalarValue, op: BinaryOp, r: &ScalarValue) -> Opt
             _ => return None,
         })),
         _ => None,
-    }
-}
-
-fn negate(op: BinaryOp) -> BinaryOp {
-    match op {
-        BinaryOp::Eq => BinaryOp::NotEq,
-        BinaryOp::NotEq => BinaryOp::Eq,
-        BinaryOp::Lt => BinaryOp::GtEq,
-        BinaryOp::LtEq => BinaryOp::Gt,
-        BinaryOp::Gt => BinaryOp::LtEq,
-        BinaryOp::GtEq => BinaryOp::Lt,
-        other => other,
     }
 }
 
