@@ -30,6 +30,7 @@ use super::keys::{
     for_each_int, hash_key, hint_listed, is_int_column, IntPacking, KeyInterner, RowKeys,
 };
 use super::pair_filter::PairFilter;
+use super::range_index::RangeIndex;
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
 use crate::scheduler::{parallel_map, Operator, Sink};
@@ -181,6 +182,11 @@ impl JoinTable {
         let first_key = self.first_key.as_ref().map_or(0, |b| b.bits.len() * 8);
         let index = self.keys.heap_bytes() + first_key;
         self.build.window_bytes() + index + (self.starts.capacity() + self.rows.capacity()) * 4
+    }
+
+    /// The build rows, as collected.
+    pub fn build(&self) -> &Batch {
+        &self.build
     }
 
     pub fn num_rows(&self) -> usize {
@@ -815,6 +821,9 @@ pub struct HashProbeOp {
     pub schema: SchemaRef,
     /// Where right and full joins record matched build rows.
     pub matched: Option<Arc<MatchedRows>>,
+    /// Without keys: the build rows sorted by a key the join's inequalities bound, whose
+    /// runs are a probe row's candidates (else every build row is).
+    pub range: Option<Arc<RangeIndex>>,
 }
 
 /// Candidate pairs of a probe batch and which probe rows have a NULL key.
@@ -831,9 +840,18 @@ impl HashProbeOp {
         let (mut p, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let build_rows = self.table.num_rows() as u32;
         if self.probe_keys.is_empty() {
-            // Without keys every pair is a candidate; a semi, anti or mark join without a
-            // filter only needs to know whether there is one.
+            // Without keys every pair is a candidate (or every pair of a run of the range
+            // index); a semi, anti or mark join without a filter only needs to know
+            // whether there is one.
             let one_enough = self.filter.is_none() && !self.kind.outputs_right();
+            if let Some(range) = &self.range {
+                range.candidates(batch, one_enough, &mut p, &mut b)?;
+                return Ok(Candidates {
+                    probe: p,
+                    build: b,
+                    null_key: vec![false; n],
+                });
+            }
             let per_row = if one_enough {
                 build_rows.min(1)
             } else {
@@ -1182,6 +1200,7 @@ mod tests {
             filter: None,
             schema,
             matched: None,
+            range: None,
         };
         (index, op.candidates(&batch(probe)).expect("probe"))
     }
@@ -1213,6 +1232,7 @@ mod tests {
                 filter: None,
                 schema,
                 matched: None,
+                range: None,
             };
             assert!(op.takes_selection());
             for keep_in_10 in [0, 1, 5, 10] {
@@ -1271,6 +1291,7 @@ mod tests {
             filter: None,
             schema,
             matched: None,
+            range: None,
         }
     }
 

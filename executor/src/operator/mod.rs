@@ -20,5 +20,6 @@ pub mod pair_filter;
 mod par_sort;
 mod pending_rows;
 pub mod project;
+pub mod range_index;
 pub mod sort;
 pub mod window;

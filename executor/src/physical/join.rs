@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use morsel_planner::{Expr, JoinKind, LogicalPlan, PlanSchema};
+use morsel_planner::{BinaryOp, Expr, JoinKind, LogicalPlan, PlanSchema};
 use morsel_storage::Batch;
 
 use super::{
@@ -24,6 +24,7 @@ use crate::expr::PhysExpr;
 use crate::operator::collect::CollectSink;
 use crate::operator::hash_join::{HashProbeOp, JoinTable, MarkSink, MatchedRows};
 use crate::operator::pair_filter::PairFilter;
+use crate::operator::range_index::{RangeBound, RangeIndex};
 use morsel_planner::optimizer::cardinality::estimate_rows;
 
 /// The parts of a `LogicalPlan::Join`.
@@ -74,18 +75,40 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
     let mut pipe = build_with(j.left, ctx, probe_scan_keys(&j, &table, ctx))?;
     let out_schema = storage_schema(j.schema);
     let probe_keys = j.keys(ctx, true)?;
-    let filter = j
-        .filter
+    // Without keys, inequalities between the sides select runs of the build rows sorted.
+    let range = match j.on.is_empty() {
+        true => RangeSplit::of(&j),
+        false => None,
+    };
+    let residual = match &range {
+        Some(split) => split.residual.as_ref(),
+        None => j.filter,
+    };
+    let filter = residual
         .map(|f| pair_filter(ctx, f, &pair_schema))
         .transpose()?;
-    let mut details = vec![format!(
-        "builds on the right input (~{:.0} rows), probes with the left; output in \
-         probe order, matches in build order",
-        estimate_rows(j.right)
-    )];
+    let mut details = vec![match &range {
+        Some(split) => format!(
+            "builds on the right input (~{:.0} rows) sorted by {}, probes with the left: \
+             each probe row's matches are the run where {} (binary search); output in \
+             probe order, matches in key order",
+            estimate_rows(j.right),
+            split.key,
+            split.text(),
+        ),
+        None => format!(
+            "builds on the right input (~{:.0} rows), probes with the left; output in \
+             probe order, matches in build order",
+            estimate_rows(j.right)
+        ),
+    }];
     details.extend(fused_details(
         probe_keys.iter().chain(filter.as_ref().map(|f| &f.expr)),
     ));
+    let range = match range {
+        Some(split) => Some(Arc::new(split.index(ctx, &j, &table)?)),
+        None => None,
+    };
     pipe.push(
         Box::new(HashProbeOp {
             table: table.clone(),
@@ -94,9 +117,13 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
             filter,
             schema: out_schema.clone(),
             matched: matched.clone(),
+            range: range.clone(),
         }),
         label(
-            format!("HashJoin {} probe on=[{}]", j.kind.name(), on_text(j.on)),
+            match &range {
+                Some(_) => format!("RangeJoin {} probe", j.kind.name()),
+                None => format!("HashJoin {} probe on=[{}]", j.kind.name(), on_text(j.on)),
+            },
             Some(plan),
         )
         .with_details(details),
@@ -141,6 +168,111 @@ fn probe_scan_keys(j: &JoinParts, table: &Arc<JoinTable>, ctx: &ExecContext) -> 
         first_only,
         kept: Default::default(),
     })
+}
+
+/// A keyless join's condition split into inequalities on one expression of the build side
+/// (`key op probe`, each probe expression over the probe side alone and of the key's type),
+/// which a [`RangeIndex`] answers, and the rest, tested on the pairs it finds.
+struct RangeSplit {
+    key: Expr,
+    bounds: Vec<(BinaryOp, Expr)>,
+    residual: Option<Expr>,
+}
+
+impl RangeSplit {
+    /// The split of `j`'s condition on the build expression most of its inequalities
+    /// bound; `None` where none does.
+    fn of(j: &JoinParts) -> Option<Self> {
+        let conjuncts = j.filter?.clone().split_conjunction();
+        let left = j.left.schema();
+        let right = j.right.schema();
+        // Which side every column of `e` belongs to: Some(true) left, Some(false) right.
+        let side = |e: &Expr| -> Option<bool> {
+            let cols = e.columns();
+            let on_left = cols.iter().all(|c| left.has(c) && !right.has(c));
+            let on_right = cols.iter().all(|c| right.has(c) && !left.has(c));
+            match (cols.is_empty(), on_left, on_right) {
+                (false, true, false) => Some(true),
+                (false, false, true) => Some(false),
+                _ => None,
+            }
+        };
+        // Each conjunct as (build expression, op, probe expression) where it is one.
+        let bound = |e: &Expr| -> Option<(Expr, BinaryOp, Expr)> {
+            let Expr::Binary {
+                left: l,
+                op,
+                right: r,
+            } = e
+            else {
+                return None;
+            };
+            if !matches!(
+                op,
+                BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq
+            ) {
+                return None;
+            }
+            let (build, op, probe) = match (side(l)?, side(r)?) {
+                (false, true) => ((**l).clone(), *op, (**r).clone()),
+                (true, false) => ((**r).clone(), op.swap(), (**l).clone()),
+                _ => return None,
+            };
+            let same_type = match (build.data_type(right), probe.data_type(left)) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            };
+            same_type.then_some((build, op, probe))
+        };
+        let found: Vec<Option<(Expr, BinaryOp, Expr)>> = conjuncts.iter().map(bound).collect();
+        // The build expression bounded most often (the first of equals).
+        let mut best: Option<(&Expr, usize)> = None;
+        for (key, _, _) in found.iter().flatten() {
+            let count = found.iter().flatten().filter(|(k, _, _)| k == key).count();
+            if best.is_none_or(|(_, n)| count > n) {
+                best = Some((key, count));
+            }
+        }
+        let key = best?.0.clone();
+        let (mut bounds, mut rest) = (Vec::new(), Vec::new());
+        for (conjunct, found) in conjuncts.into_iter().zip(found) {
+            match found {
+                Some((k, op, probe)) if k == key => bounds.push((op, probe)),
+                _ => rest.push(conjunct),
+            }
+        }
+        Some(Self {
+            key,
+            bounds,
+            residual: Expr::conjunction(rest),
+        })
+    }
+
+    /// `key op probe AND ...`, for EXPLAIN.
+    fn text(&self) -> String {
+        let parts: Vec<String> = self
+            .bounds
+            .iter()
+            .map(|(op, probe)| format!("{} {} {probe}", self.key, op.symbol()))
+            .collect();
+        parts.join(" AND ")
+    }
+
+    /// The index of `table`'s build rows by the key.
+    fn index(&self, ctx: &ExecContext, j: &JoinParts, table: &JoinTable) -> ExecResult<RangeIndex> {
+        let bounds = self
+            .bounds
+            .iter()
+            .map(|(op, probe)| {
+                Ok(RangeBound {
+                    op: *op,
+                    probe: phys(ctx, probe, j.left.schema())?,
+                })
+            })
+            .collect::<ExecResult<Vec<_>>>()?;
+        let key = phys(ctx, &self.key, j.right.schema())?;
+        RangeIndex::new(table.build(), &key, bounds, ctx.threads)
+    }
 }
 
 /// A join condition `f` over `pair_schema`'s rows, compiled over the columns it reads.
