@@ -128,7 +128,7 @@ impl Domain {
     }
 
     /// The domain over the enclosing query's `input`: its distinct values of the columns.
-    fn plan(&self, input: &PlanBuilder) -> Result<LogicalPlan, SqlError> {
+    pub(crate) fn plan(&self, input: &PlanBuilder) -> Result<LogicalPlan, SqlError> {
         let exprs = self
             .columns
             .iter()
@@ -175,7 +175,7 @@ fn replace_placeholder(
 
 /// A value of type `t` standing for NULL in a NULL-safe key (paired with an IS NULL key, so
 /// it never matches a real value by mistake).
-fn zero_of(t: DataType) -> ScalarValue {
+pub(crate) fn zero_of(t: DataType) -> ScalarValue {
     match t {
         DataType::Boolean => ScalarValue::Boolean(false),
         DataType::Int32 => ScalarValue::Int32(0),

@@ -36,7 +36,10 @@ fn file_alias(path: &str) -> String {
 }
 
 /// `AS t(a, b, ...)`: names the first columns `a, b, ...` (the rest keep theirs) under `t`.
-fn rename_columns(b: PlanBuilder, alias: &ast::TableAlias) -> Result<PlanBuilder, SqlError> {
+pub(crate) fn rename_columns(
+    b: PlanBuilder,
+    alias: &ast::TableAlias,
+) -> Result<PlanBuilder, SqlError> {
     let schema = b.schema().clone();
     if alias.columns.len() > schema.len() {
         return Err(SqlError::invalid(format!(
@@ -85,6 +88,19 @@ fn rename_columns(b: PlanBuilder, alias: &ast::TableAlias) -> Result<PlanBuilder
         .alias(alias.name.value.clone()))
 }
 
+/// The subquery and alias of a `LATERAL (subquery) alias` FROM item.
+fn lateral(t: &ast::TableFactor) -> Option<(&ast::Query, Option<&ast::TableAlias>)> {
+    match t {
+        ast::TableFactor::Derived {
+            lateral: true,
+            subquery,
+            alias,
+            ..
+        } => Some((subquery, alias.as_ref())),
+        _ => None,
+    }
+}
+
 fn looks_like_file(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".csv")
@@ -98,17 +114,30 @@ impl Binder<'_> {
     pub(crate) fn from(&self, from: &[ast::TableWithJoins]) -> Result<PlanBuilder, SqlError> {
         let mut out: Option<PlanBuilder> = None;
         for twj in from {
-            let mut b = self.table_factor(&twj.relation)?;
+            let mut b = match (out.take(), lateral(&twj.relation)) {
+                // `FROM t, LATERAL (...)`: it reads the items before it.
+                (Some(prev), Some((q, alias))) => self
+                    .lateral_join(prev, q, alias, JoinKind::Inner, None)
+                    .map_err(|e| e.at(twj.relation.span()))?,
+                (prev, _) => {
+                    let b = self.table_factor(&twj.relation)?;
+                    match prev {
+                        None => b,
+                        Some(prev) => prev.join(b, JoinKind::Inner, Vec::new(), None)?,
+                    }
+                }
+            };
             for j in &twj.joins {
-                let right = self.table_factor(&j.relation)?;
-                b = self
-                    .join(b, right, &j.join_operator)
-                    .map_err(|e| e.at(j.span()))?;
+                b = match lateral(&j.relation) {
+                    Some((q, alias)) => self.join_lateral(b, q, alias, &j.join_operator),
+                    None => {
+                        let right = self.table_factor(&j.relation)?;
+                        self.join(b, right, &j.join_operator)
+                    }
+                }
+                .map_err(|e| e.at(j.span()))?;
             }
-            out = Some(match out {
-                None => b,
-                Some(prev) => prev.join(b, JoinKind::Inner, Vec::new(), None)?,
-            });
+            out = Some(b);
         }
         match out {
             Some(b) => Ok(b),
@@ -250,6 +279,35 @@ impl Binder<'_> {
         }
     }
 
+    /// `left <op> LATERAL (q) alias`.
+    fn join_lateral(
+        &self,
+        left: PlanBuilder,
+        q: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        op: &ast::JoinOperator,
+    ) -> Result<PlanBuilder, SqlError> {
+        use ast::JoinOperator as J;
+        let (kind, constraint) = match op {
+            J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
+            J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
+            J::CrossJoin(_) => (JoinKind::Inner, None),
+            J::Right(c) | J::RightOuter(c) => (JoinKind::Right, Some(c)),
+            J::FullOuter(c) => (JoinKind::Full, Some(c)),
+            _ => (JoinKind::Semi, None),
+        };
+        let on = match constraint {
+            None | Some(ast::JoinConstraint::None) => None,
+            Some(ast::JoinConstraint::On(e)) => Some(e),
+            Some(_) => {
+                return Err(SqlError::unsupported(
+                    "a LATERAL join with USING or NATURAL (write its condition in ON)",
+                ))
+            }
+        };
+        self.lateral_join(left, q, alias, kind, on)
+    }
+
     fn join(
         &self,
         left: PlanBuilder,
@@ -280,7 +338,9 @@ impl Binder<'_> {
                 let both = left.schema().join(right.schema(), false);
                 let mark = self.pending_mark();
                 let cond = self.expr(e, &both)?;
-                self.refuse_pending_since(mark, "a join condition")?;
+                if self.pending_mark() > mark {
+                    return self.join_on_subqueries(left, right, kind, cond, mark);
+                }
                 Ok(left.join_on(right, kind, Some(cond))?)
             }
             ast::JoinConstraint::Using(names) => {

@@ -4,6 +4,8 @@ mod domain;
 mod expr;
 mod from;
 mod functions;
+mod join_condition;
+mod lateral;
 mod quantified;
 mod query;
 mod statement;

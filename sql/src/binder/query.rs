@@ -600,7 +600,7 @@ impl Binder<'_> {
             if let Some(c) = &correlation {
                 self.report_shape(c.shape(
                     !user_grouped,
-                    items[..visible_items].first(),
+                    &items[..visible_items],
                     having_expr.as_ref(),
                 ));
             }
@@ -676,7 +676,7 @@ impl Binder<'_> {
             return Err(SqlError::invalid("HAVING needs GROUP BY or an aggregate").at(ast.span()));
         } else {
             if let Some(c) = &correlation {
-                self.report_shape(c.shape(false, None, None));
+                self.report_shape(c.shape(false, &[], None));
             }
             b = self.apply_pending(b, pending, false)?;
         }
@@ -999,8 +999,8 @@ impl Correlation {
     }
 
     /// What the enclosing query needs to know. `one_row_per_key`: the SELECT aggregates with
-    /// no GROUP BY of its own; `item` its first select item (before aggregation).
-    fn shape(&self, one_row_per_key: bool, item: Option<&Item>, having: Option<&Expr>) -> Shape {
+    /// no GROUP BY of its own; `items` its visible select items (before aggregation).
+    fn shape(&self, one_row_per_key: bool, items: &[Item], having: Option<&Expr>) -> Shape {
         // Over no rows an aggregate is NULL, a count 0; the item is computed from those,
         // and is NULL where HAVING does not hold for them.
         let over_no_rows = |e: &Expr| {
@@ -1013,20 +1013,24 @@ impl Correlation {
                 _ => None,
             })
         };
-        let empty_value = item
-            .filter(|_| one_row_per_key && !self.keys.is_empty())
-            .map(|it| {
-                let value = over_no_rows(&it.expr);
-                match having {
-                    Some(h) => Expr::Case {
-                        operand: None,
-                        branches: vec![(over_no_rows(h), value)],
-                        otherwise: None,
-                    },
-                    None => value,
-                }
-            })
-            .filter(|v| !certainly_null(v));
+        let empty_values = match one_row_per_key && !self.keys.is_empty() {
+            true => items
+                .iter()
+                .map(|it| {
+                    let value = over_no_rows(&it.expr);
+                    let value = match having {
+                        Some(h) => Expr::Case {
+                            operand: None,
+                            branches: vec![(over_no_rows(h), value)],
+                            otherwise: None,
+                        },
+                        None => value,
+                    };
+                    Some(value).filter(|v| !certainly_null(v))
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         // An aggregate without GROUP BY has its one row for a key no input row has, unless
         // HAVING over no rows rules it out.
         let row_over_no_rows = (one_row_per_key && !self.keys.is_empty()).then(|| match having {
@@ -1040,7 +1044,7 @@ impl Correlation {
             conjuncts: self.conjuncts.clone(),
             keys: self.keys.len(),
             one_row_per_key,
-            empty_value,
+            empty_values,
             row_over_no_rows,
         }
     }

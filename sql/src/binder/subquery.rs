@@ -62,9 +62,9 @@ pub(crate) struct Shape {
     pub keys: usize,
     /// At most one row per key combination: an aggregate without (user) GROUP BY.
     pub one_row_per_key: bool,
-    /// The value of the (single) select item over no rows, where that is not NULL
-    /// (`count(...)` gives 0).
-    pub empty_value: Option<Expr>,
+    /// For an aggregate without GROUP BY: the value of each visible select item over no
+    /// rows, where that is not NULL (`count(...)` gives 0).
+    pub empty_values: Vec<Option<Expr>>,
     /// For an aggregate without GROUP BY: whether it has a row for a key without input rows
     /// (TRUE, or HAVING over no rows), which EXISTS must see.
     pub row_over_no_rows: Option<Expr>,
@@ -89,13 +89,20 @@ pub(crate) struct Bound {
     pub(crate) id: usize,
     pub(crate) plan: PlanBuilder,
     /// Value columns (`__sqN_vI`).
-    values: Vec<Expr>,
+    pub(crate) values: Vec<Expr>,
     pub(crate) on: Vec<(Expr, Expr)>,
     pub(crate) filter: Option<Expr>,
     correlated: bool,
-    one_row_per_key: bool,
+    pub(crate) one_row_per_key: bool,
+    /// The first value over no rows (see [`Shape::empty_values`]), over outer columns.
     empty_value: Option<Expr>,
     row_over_no_rows: Option<Expr>,
+    /// The values and row over no rows as the subquery has them (over its domain
+    /// columns), for a LATERAL subquery, which outputs every column.
+    pub(crate) empty_values: Vec<Option<Expr>>,
+    pub(crate) raw_row_over_no_rows: Option<Expr>,
+    /// The visible columns' own names.
+    pub(crate) names: Vec<String>,
     pub(crate) domain: Option<Domain>,
 }
 
@@ -244,7 +251,7 @@ impl Binder<'_> {
             conjuncts: Vec::new(),
             keys: 0,
             one_row_per_key: false,
-            empty_value: None,
+            empty_values: Vec::new(),
             row_over_no_rows: None,
         });
         let correlated = !shape.conjuncts.is_empty();
@@ -263,8 +270,10 @@ impl Binder<'_> {
         let visible = schema.len() - shape.keys;
         let mut exprs = Vec::with_capacity(schema.len());
         let mut values = Vec::with_capacity(visible);
+        let mut names = Vec::with_capacity(visible);
         for (i, f) in schema.fields().iter().enumerate() {
             if i < visible {
+                names.push(f.name.clone());
                 let name = format!("__sq{id}_v{i}");
                 exprs.push(Expr::Column(f.column_ref()).alias(name.clone()));
                 values.push(Expr::Column(ColumnRef::new(name)));
@@ -281,6 +290,7 @@ impl Binder<'_> {
                 None => rest.push(c),
             }
         }
+        let first = shape.empty_values.first().cloned().flatten();
         Ok(Bound {
             id,
             plan,
@@ -291,13 +301,16 @@ impl Binder<'_> {
             one_row_per_key: shape.one_row_per_key,
             // Computed by the enclosing query: over its own columns.
             empty_value: match &domain {
-                Some(d) => shape.empty_value.map(|e| d.to_outer(e)),
-                None => shape.empty_value,
+                Some(d) => first.map(|e| d.to_outer(e)),
+                None => first,
             },
             row_over_no_rows: match &domain {
-                Some(d) => shape.row_over_no_rows.map(|e| d.to_outer(e)),
-                None => shape.row_over_no_rows,
+                Some(d) => shape.row_over_no_rows.clone().map(|e| d.to_outer(e)),
+                None => shape.row_over_no_rows.clone(),
             },
+            empty_values: shape.empty_values,
+            raw_row_over_no_rows: shape.row_over_no_rows,
+            names,
             domain,
         })
     }
