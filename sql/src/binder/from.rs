@@ -259,11 +259,9 @@ impl Binder<'_> {
                 }
                 Err(self.table_not_found(&text))
             }
+            // A derived table (LATERAL with nothing before it to read is one too).
             ast::TableFactor::Derived {
-                lateral: false,
-                subquery,
-                alias,
-                ..
+                subquery, alias, ..
             } => {
                 let b = self.query(subquery)?;
                 match alias {
