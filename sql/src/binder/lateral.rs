@@ -14,7 +14,7 @@ use morsel_storage::ScalarValue;
 use sqlparser::ast::{self, Spanned};
 
 use super::domain::{zero_of, Domain};
-use super::subquery::{key_name, Bound};
+use super::subquery::{key_name, with_presence, Bound};
 use super::Binder;
 use crate::error::SqlError;
 
@@ -103,17 +103,8 @@ fn one_row_each(
     domain: &Domain,
     input: &PlanBuilder,
 ) -> Result<PlanBuilder, SqlError> {
-    let present = format!("__sq{}_p", sub.id);
-    let plan = domain.substitute(sub.plan.clone(), input)?;
+    let (plan, present) = with_presence(domain.substitute(sub.plan.clone(), input)?, sub.id)?;
     let visible = sub.values.len();
-    let mut exprs: Vec<Expr> = plan
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| Expr::Column(f.column_ref()))
-        .collect();
-    exprs.push(Expr::Literal(ScalarValue::Boolean(true)).alias(present.clone()));
-    let plan = plan.project(exprs)?;
     let keys = domain.keys();
     let all = PlanBuilder::from_plan(domain.plan(input)?);
     // NULL-safe: a NULL key finds its NULL.

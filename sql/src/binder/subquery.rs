@@ -477,15 +477,8 @@ impl Binder<'_> {
         let mut result = value_col.clone();
         if let Some(empty) = sub.empty_value {
             // A correlated count over no rows is 0, not the left join's NULL.
-            let present = format!("__sq{}_p", sub.id);
-            let mut exprs: Vec<Expr> = plan
-                .schema()
-                .fields()
-                .iter()
-                .map(|f| Expr::Column(f.column_ref()))
-                .collect();
-            exprs.push(Expr::Literal(ScalarValue::Boolean(true)).alias(present.clone()));
-            plan = plan.project(exprs)?;
+            let present;
+            (plan, present) = with_presence(plan, sub.id)?;
             result = Expr::Case {
                 operand: None,
                 branches: vec![(Expr::Column(ColumnRef::new(present)).is_null(), empty)],
@@ -616,6 +609,23 @@ fn needs_domain(e: &SqlError) -> bool {
         .any(|p| m.contains(p)),
         _ => false,
     }
+}
+
+/// `plan` with a column `__sqN_p` that is TRUE on every row (NULL after a left join: the key
+/// found no row), and that column's name.
+pub(crate) fn with_presence(
+    plan: PlanBuilder,
+    id: usize,
+) -> Result<(PlanBuilder, String), SqlError> {
+    let present = format!("__sq{id}_p");
+    let mut exprs: Vec<Expr> = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| Expr::Column(f.column_ref()))
+        .collect();
+    exprs.push(Expr::Literal(ScalarValue::Boolean(true)).alias(present.clone()));
+    Ok((plan.project(exprs)?, present))
 }
 
 /// The subquery's only visible column.
