@@ -290,9 +290,15 @@ impl Binder<'_> {
             J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
             J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
             J::CrossJoin(_) => (JoinKind::Inner, None),
-            J::Right(c) | J::RightOuter(c) => (JoinKind::Right, Some(c)),
-            J::FullOuter(c) => (JoinKind::Full, Some(c)),
-            _ => (JoinKind::Semi, None),
+            other => {
+                let name = format!("{other:?}");
+                return Err(SqlError::invalid(format!(
+                    "a LATERAL subquery can only be the right side of an inner or LEFT join, \
+                     not of a {} join",
+                    name.split('(').next().unwrap_or("different")
+                ))
+                .at(q.span()));
+            }
         };
         let on = match constraint {
             None | Some(ast::JoinConstraint::None) => None,

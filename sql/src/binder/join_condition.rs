@@ -8,7 +8,8 @@
 //! found no pair: that side's rows are numbered first, the pairs that pass are found as
 //! for an inner join, and the numbered side is joined to them by its row numbers (a left
 //! join keeps the rows without a pair, a semi join those with one, an anti join those
-//! without; a full join numbers both sides). The numbering follows the input's order, the same on any number of threads.
+//! without; a full join numbers both sides). The numbering follows the input's order, the
+//! same on any number of threads.
 
 use morsel_planner::{ColumnRef, Expr, JoinKind, PlanBuilder, PlanSchema, WindowExpr};
 use morsel_planner::{WindowFrame, WindowFunc};

@@ -19,8 +19,8 @@ use super::Binder;
 use crate::error::SqlError;
 
 impl Binder<'_> {
-    /// `left kind JOIN LATERAL (q) alias [ON on]` (a comma or CROSS JOIN is an inner join
-    /// without a condition).
+    /// `left kind JOIN LATERAL (q) alias [ON on]`, `kind` inner or left (a comma or CROSS
+    /// JOIN is an inner join without a condition).
     pub(crate) fn lateral_join(
         &self,
         left: PlanBuilder,
@@ -29,14 +29,6 @@ impl Binder<'_> {
         kind: JoinKind,
         on: Option<&ast::Expr>,
     ) -> Result<PlanBuilder, SqlError> {
-        if !matches!(kind, JoinKind::Inner | JoinKind::Left) {
-            return Err(SqlError::invalid(format!(
-                "a LATERAL subquery can only be the right side of an inner or LEFT join, not \
-                 of a {} join",
-                kind.name()
-            ))
-            .at(q.span()));
-        }
         let scope = left.schema().clone();
         let sub = self.bind_over(q, &scope, false, true)?;
         let visible = sub.values.len();
