@@ -34,7 +34,7 @@ pub(crate) struct Domain {
 }
 
 /// Whether `name` is a domain column's (`__sqN_dJ`).
-fn is_domain_name(name: &str) -> bool {
+pub(crate) fn is_domain_name(name: &str) -> bool {
     name.strip_prefix("__sq")
         .and_then(|rest| rest.split_once("_d"))
         .is_some_and(|(n, j)| n.bytes().all(|b| b.is_ascii_digit()) && !j.is_empty())
@@ -145,9 +145,9 @@ impl Domain {
     ) -> Result<PlanBuilder, SqlError> {
         let domain = self.plan(input)?;
         let schema = self.schema();
-        let mut domain = Some(domain);
-        let plan = replace_placeholder(sub.build(), &schema, &mut domain)?;
-        if domain.is_some() {
+        let mut replaced = 0;
+        let plan = replace_placeholder(sub.build(), &schema, &domain, &mut replaced)?;
+        if replaced == 0 {
             return Err(SqlError::invalid(format!(
                 "internal: subquery {} lost its domain",
                 self.id
@@ -157,19 +157,20 @@ impl Domain {
     }
 }
 
+/// `plan` with every placeholder of `schema` replaced by `domain` (nested blocks bound over
+/// the domain hold one each, see `nested`), counting them in `replaced`.
 fn replace_placeholder(
     plan: LogicalPlan,
     schema: &PlanSchema,
-    domain: &mut Option<LogicalPlan>,
+    domain: &LogicalPlan,
+    replaced: &mut usize,
 ) -> Result<LogicalPlan, SqlError> {
     match plan {
         LogicalPlan::Values { rows, schema: s } if rows.is_empty() && s == *schema => {
-            match domain.take() {
-                Some(d) => Ok(d),
-                None => Ok(LogicalPlan::Values { rows, schema: s }),
-            }
+            *replaced += 1;
+            Ok(domain.clone())
         }
-        other => other.map_children(|c| replace_placeholder(c, schema, domain)),
+        other => other.map_children(|c| replace_placeholder(c, schema, domain, replaced)),
     }
 }
 

@@ -89,7 +89,7 @@ pub(crate) fn rename_columns(
 }
 
 /// The subquery and alias of a `LATERAL (subquery) alias` FROM item.
-fn lateral(t: &ast::TableFactor) -> Option<(&ast::Query, Option<&ast::TableAlias>)> {
+pub(crate) fn lateral(t: &ast::TableFactor) -> Option<(&ast::Query, Option<&ast::TableAlias>)> {
     match t {
         ast::TableFactor::Derived {
             lateral: true,
@@ -128,14 +128,7 @@ impl Binder<'_> {
                 }
             };
             for j in &twj.joins {
-                b = match lateral(&j.relation) {
-                    Some((q, alias)) => self.join_lateral(b, q, alias, &j.join_operator),
-                    None => {
-                        let right = self.table_factor(&j.relation)?;
-                        self.join(b, right, &j.join_operator)
-                    }
-                }
-                .map_err(|e| e.at(j.span()))?;
+                b = self.join_one(b, j)?;
             }
             out = Some(b);
         }
@@ -143,6 +136,18 @@ impl Binder<'_> {
             Some(b) => Ok(b),
             None => Ok(PlanBuilder::values(vec![vec![]])?),
         }
+    }
+
+    /// `b` joined with one JOIN clause's item.
+    pub(crate) fn join_one(&self, b: PlanBuilder, j: &ast::Join) -> Result<PlanBuilder, SqlError> {
+        match lateral(&j.relation) {
+            Some((q, alias)) => self.join_lateral(b, q, alias, &j.join_operator),
+            None => {
+                let right = self.table_factor(&j.relation)?;
+                self.join(b, right, &j.join_operator)
+            }
+        }
+        .map_err(|e| e.at(j.span()))
     }
 
     /// "table not found", with the known names closest to `name`.

@@ -119,9 +119,18 @@ fn one_row_each(
     }
     let joined = all.join(plan, JoinKind::Left, on, None)?;
     let missing = Expr::Column(ColumnRef::new(present)).is_null();
-    let joined = match &sub.raw_row_over_no_rows {
-        Some(Expr::Literal(ScalarValue::Boolean(true))) | None => joined,
-        Some(row) => joined.filter(Expr::Not(Box::new(missing.clone())).or(row.clone()))?,
+    // A key's row is kept where HAVING holds for it; a key without one gets its row where
+    // HAVING over no rows holds.
+    let joined = match (&sub.raw_row_over_no_rows, &sub.having) {
+        (Some(Expr::Literal(ScalarValue::Boolean(true))) | None, None) => joined,
+        (row, having) => {
+            let yes = || Expr::Literal(ScalarValue::Boolean(true));
+            joined.filter(Expr::Case {
+                operand: None,
+                branches: vec![(missing.clone(), row.clone().unwrap_or_else(yes))],
+                otherwise: Some(Box::new(having.clone().unwrap_or_else(yes))),
+            })?
+        }
     };
     let mut out: Vec<Expr> = Vec::with_capacity(visible + keys.len());
     for (i, v) in sub.values.iter().enumerate() {

@@ -6,6 +6,7 @@ mod from;
 mod functions;
 mod join_condition;
 mod lateral;
+mod nested;
 mod quantified;
 mod query;
 mod statement;

@@ -15,7 +15,7 @@ use morsel_planner::{BinaryOp, ColumnRef, Expr, JoinKind, PlanSchema};
 use morsel_storage::{DataType, ScalarValue};
 use sqlparser::ast::{self, Spanned};
 
-use super::subquery::PendingJoin;
+use super::subquery::{with_presence, Bound, PendingJoin};
 use super::Binder;
 use crate::error::SqlError;
 
@@ -33,6 +33,10 @@ impl Binder<'_> {
             SqlError::unsupported(format!("{op} with ANY or ALL; use a comparison")).at(q.span())
         })?;
         let x = self.expr(x, scope)?;
+        let sub = self.bind_subquery(q, scope, false)?;
+        if sub.correlated && sub.row_over_no_rows.is_some() {
+            return self.compare_with_one_row(sub, q, x, op, all);
+        }
         // The row that decides: one whose comparison holds (ANY) or fails (ALL).
         let deciding = if all { op.negated() } else { op };
         let decided = self.mark_where(q, scope, &x, deciding, false)?;
@@ -47,6 +51,66 @@ impl Binder<'_> {
                     Expr::Literal(ScalarValue::Null).cast(DataType::Boolean),
                 ),
             ],
+            otherwise: Some(Box::new(boolean(all))),
+        })
+    }
+
+    /// `x op ANY / ALL (q)` where `q` is a correlated aggregate without GROUP BY, which has
+    /// at most one row for every outer row, keys without input rows included (where HAVING
+    /// over no rows holds): the comparison with that row's value, or, without the row,
+    /// FALSE for ANY and TRUE for ALL. Its value is read through a left join, as a scalar
+    /// subquery's is.
+    fn compare_with_one_row(
+        &self,
+        sub: Bound,
+        q: &ast::Query,
+        x: Expr,
+        op: BinaryOp,
+        all: bool,
+    ) -> Result<Expr, SqlError> {
+        let value = sub.single_value(q)?;
+        if sub.filter.is_some() {
+            return Err(SqlError::invalid(
+                "internal: a correlated aggregate joined by more than its keys",
+            )
+            .at(q.span()));
+        }
+        let (plan, present) = with_presence(sub.plan, sub.id)?;
+        let missing = Expr::Column(ColumnRef::new(present)).is_null();
+        let boolean = |b: bool| Expr::Literal(ScalarValue::Boolean(b));
+        let value = match sub.empty_value {
+            Some(empty) => Expr::Case {
+                operand: None,
+                branches: vec![(missing.clone(), empty)],
+                otherwise: Some(Box::new(value)),
+            },
+            None => value,
+        };
+        let has_row = Expr::Case {
+            operand: None,
+            branches: vec![(
+                missing,
+                sub.row_over_no_rows.unwrap_or_else(|| boolean(true)),
+            )],
+            otherwise: Some(Box::new(sub.having.unwrap_or_else(|| boolean(true)))),
+        };
+        self.pending.borrow_mut().push(PendingJoin {
+            plan,
+            kind: JoinKind::Left,
+            on: sub.on,
+            filter: None,
+            correlated: true,
+            mark: None,
+            domain: sub.domain,
+        });
+        let cmp = Expr::Binary {
+            left: Box::new(x),
+            op,
+            right: Box::new(value),
+        };
+        Ok(Expr::Case {
+            operand: None,
+            branches: vec![(has_row, cmp)],
             otherwise: Some(Box::new(boolean(all))),
         })
     }

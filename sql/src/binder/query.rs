@@ -73,6 +73,11 @@ impl Binder<'_> {
                 }
             },
         };
+        if let Some((id, domain)) = self.set_body_domain(q) {
+            // A correlated set operation bound over a domain takes its LIMIT per key.
+            self.mark_limit_taken();
+            return self.set_over_domain(id, q, &domain, &order);
+        }
         let mut b = match q.body.as_ref() {
             ast::SetExpr::Select(s) => self.select(s, &order)?,
             body => {
@@ -167,20 +172,13 @@ impl Binder<'_> {
             ast::SetExpr::Select(s) => self.select(s, &[]),
             ast::SetExpr::Query(q) => self.query(q),
             ast::SetExpr::SetOperation {
-                op: ast::SetOperator::Union,
+                op,
                 set_quantifier,
                 left,
                 right,
             } => {
                 let (l, r) = (self.set_expr(left)?, self.set_expr(right)?);
-                let u = l.union(r).map_err(|e| SqlError::from(e).at(body.span()))?;
-                Ok(match set_quantifier {
-                    ast::SetQuantifier::All => u,
-                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None => u.distinct(),
-                    other => {
-                        return Err(SqlError::unsupported(format!("UNION {other}")).at(body.span()))
-                    }
-                })
+                self.set_operation(body, op, set_quantifier, l, r)
             }
             ast::SetExpr::Values(v) => {
                 let empty = PlanSchema::default();
@@ -196,28 +194,44 @@ impl Binder<'_> {
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(PlanBuilder::values(rows).map_err(|e| SqlError::from(e).at(body.span()))?)
             }
-            ast::SetExpr::SetOperation {
-                op: op @ (ast::SetOperator::Intersect | ast::SetOperator::Except),
-                set_quantifier,
-                left,
-                right,
-            } => {
-                let all = match set_quantifier {
-                    ast::SetQuantifier::All => true,
-                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
-                    other => {
-                        return Err(SqlError::unsupported(format!("{op} {other}")).at(body.span()))
-                    }
-                };
-                let (l, r) = (self.set_expr(left)?, self.set_expr(right)?);
+            other => Err(SqlError::unsupported(format!("the query form {other}")).at(other.span())),
+        }
+    }
+
+    /// `l op r` for set operation `body` (`UNION`, `INTERSECT`, `EXCEPT`, each `ALL` or not).
+    pub(crate) fn set_operation(
+        &self,
+        body: &ast::SetExpr,
+        op: &ast::SetOperator,
+        quantifier: &ast::SetQuantifier,
+        l: PlanBuilder,
+        r: PlanBuilder,
+    ) -> Result<PlanBuilder, SqlError> {
+        let all = match quantifier {
+            ast::SetQuantifier::All => true,
+            ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+            other => return Err(SqlError::unsupported(format!("{op} {other}")).at(body.span())),
+        };
+        match op {
+            ast::SetOperator::Union => {
+                let u = l.union(r).map_err(|e| SqlError::from(e).at(body.span()))?;
+                Ok(if all { u } else { u.distinct() })
+            }
+            ast::SetOperator::Intersect | ast::SetOperator::Except => {
                 set_difference(l, r, *op == ast::SetOperator::Intersect, all)
                     .map_err(|e| e.at(body.span()))
             }
-            ast::SetExpr::SetOperation { op, .. } => {
-                Err(SqlError::unsupported(op.to_string()).at(body.span()))
-            }
-            other => Err(SqlError::unsupported(format!("the query form {other}")).at(other.span())),
+            op => Err(SqlError::unsupported(op.to_string()).at(body.span())),
         }
+    }
+
+    /// Output column `i` of `out` named by an ORDER BY key: an ordinal or an output name.
+    pub(crate) fn output_position(
+        &self,
+        e: &ast::Expr,
+        out: &PlanSchema,
+    ) -> Result<Option<usize>, SqlError> {
+        self.output_key(e, out, &[])
     }
 
     /// Output column `i` named by an ORDER BY / GROUP BY key: an ordinal or an output name.
@@ -280,7 +294,15 @@ impl Binder<'_> {
             }
         };
         let using_mark = self.using_columns.borrow().len();
-        let mut b = self.from(&s.from)?;
+        // Bound over a domain: the outer values join the FROM, every clause reads them. They
+        // come first, so nested blocks may read them too, unless a RIGHT or FULL join would
+        // lose them (see `nested`).
+        let domain = self.body_domain(s);
+        let domain_first = domain.is_some() && !super::nested::has_outer_join(&s.from);
+        let mut b = match &domain {
+            Some(d) if domain_first => self.bind_from_over_domain(&s.from, d)?,
+            _ => self.from(&s.from)?,
+        };
         // What `*` expands to: the FROM clause's columns, never the columns of subqueries
         // the WHERE clause joins in, nor the second copy of a USING column.
         // (They stay listed while the SELECT binds: `t2.a` finds them; see `column` in
@@ -293,15 +315,17 @@ impl Binder<'_> {
             b.schema()
                 .fields()
                 .iter()
-                .filter(|f| !hidden.contains(&f.column_ref()))
+                .filter(|f| {
+                    let domain_column =
+                        f.relation.is_none() && super::domain::is_domain_name(&f.name);
+                    !domain_column && !hidden.contains(&f.column_ref())
+                })
                 .cloned()
                 .collect(),
         );
         // Set when this SELECT is a subquery's own: its WHERE may read the enclosing query.
         let body = self.body_frame_id(s);
-        // Bound over a domain: the outer values join the FROM, every clause reads them.
-        let domain = self.body_domain(s);
-        if let Some(d) = &domain {
+        if let (Some(d), false) = (&domain, domain_first) {
             b = super::domain::join_domain(b, d)?;
         }
         let mut correlated = Vec::new();
@@ -602,6 +626,7 @@ impl Binder<'_> {
                     !user_grouped,
                     &items[..visible_items],
                     having_expr.as_ref(),
+                    self.in_scalar_subquery(),
                 ));
             }
             // Subqueries inside GROUP BY keys or aggregate arguments join the input first.
@@ -662,6 +687,22 @@ impl Binder<'_> {
                         }
                         .alias(name);
                     }
+                } else if let Some(c) = correlation
+                    .as_ref()
+                    .filter(|c| !user_grouped && !c.keys.is_empty())
+                {
+                    // Its row per key is kept, with whether HAVING holds after the keys: a
+                    // key whose rows HAVING rules out must not read as a key without rows
+                    // (whose row is decided by HAVING over no rows).
+                    items.push(Item {
+                        expr: Expr::Function {
+                            func: morsel_planner::ScalarFunc::Coalesce,
+                            args: vec![h, Expr::Literal(ScalarValue::Boolean(false))],
+                        }
+                        .alias(subquery::having_name(c.id)),
+                        syntax: None,
+                        span,
+                    });
                 } else {
                     b = b.filter(h).map_err(|e| SqlError::from(e).at(span))?;
                 }
@@ -676,7 +717,7 @@ impl Binder<'_> {
             return Err(SqlError::invalid("HAVING needs GROUP BY or an aggregate").at(ast.span()));
         } else {
             if let Some(c) = &correlation {
-                self.report_shape(c.shape(false, &[], None));
+                self.report_shape(c.shape(false, &[], None, false));
             }
             b = self.apply_pending(b, pending, false)?;
         }
@@ -697,10 +738,38 @@ impl Binder<'_> {
             }
         });
         if !windows.is_empty() {
+            // In a correlated subquery a window sees one outer row's rows: it is partitioned
+            // by the keys first (read through their select items, which are rewritten over
+            // an aggregate's output).
+            let mut key_partition: Vec<Expr> = Vec::new();
+            if let Some(c) = correlation.as_ref().filter(|c| !c.keys.is_empty()) {
+                if c.non_equi {
+                    return Err(SqlError::unsupported(
+                        "a window function in a subquery correlated by anything but equalities",
+                    )
+                    .at(s.span()));
+                }
+                key_partition = items[visible_items..visible_items + c.keys.len()]
+                    .iter()
+                    .map(|it| it.expr.clone().unalias())
+                    .collect();
+            }
             let named = windows
                 .iter()
                 .enumerate()
-                .map(|(i, w)| w.clone().alias(format!("__win{i}")))
+                .map(|(i, w)| {
+                    let w = match w {
+                        Expr::Window(x) if !key_partition.is_empty() => {
+                            let mut x = (**x).clone();
+                            let mut partition_by = key_partition.clone();
+                            partition_by.append(&mut x.partition_by);
+                            x.partition_by = partition_by;
+                            Expr::Window(Box::new(x))
+                        }
+                        other => other.clone(),
+                    };
+                    w.alias(format!("__win{i}"))
+                })
                 .collect();
             b = b
                 .window(named)
@@ -792,23 +861,7 @@ impl Binder<'_> {
                 .zip(order)
                 .map(|(&i, o)| sort_expr(column(i), o))
                 .collect();
-            let frame = morsel_planner::expr::WindowFrame::default_for(!order_by.is_empty());
-            let row = Expr::Window(Box::new(morsel_planner::expr::WindowExpr {
-                func: morsel_planner::expr::WindowFunc::RowNumber,
-                args: Vec::new(),
-                partition_by,
-                order_by,
-                frame,
-            }));
-            b = b.window(vec![row.alias("__row")])?;
-            let n = Expr::Column(ColumnRef::new("__row"));
-            let mut keep = n
-                .clone()
-                .gt(Expr::Literal(ScalarValue::Int64(offset as i64)));
-            if let Some(l) = limit {
-                keep = keep.and(n.lt_eq(Expr::Literal(ScalarValue::Int64((offset + l) as i64))));
-            }
-            b = b.filter(keep)?;
+            b = super::nested::number_per_key(b, partition_by, order_by, offset, limit)?;
             let cols = (0..visible)
                 .map(|i| {
                     if clash {
@@ -1000,7 +1053,13 @@ impl Correlation {
 
     /// What the enclosing query needs to know. `one_row_per_key`: the SELECT aggregates with
     /// no GROUP BY of its own; `items` its visible select items (before aggregation).
-    fn shape(&self, one_row_per_key: bool, items: &[Item], having: Option<&Expr>) -> Shape {
+    fn shape(
+        &self,
+        one_row_per_key: bool,
+        items: &[Item],
+        having: Option<&Expr>,
+        scalar: bool,
+    ) -> Shape {
         // Over no rows an aggregate is NULL, a count 0; the item is computed from those,
         // and is NULL where HAVING does not hold for them.
         let over_no_rows = |e: &Expr| {
@@ -1046,6 +1105,7 @@ impl Correlation {
             one_row_per_key,
             empty_values,
             row_over_no_rows,
+            having_column: having.is_some() && one_row_per_key && !self.keys.is_empty() && !scalar,
         }
     }
 }

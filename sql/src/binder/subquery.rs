@@ -39,6 +39,8 @@ pub(crate) struct Frame {
     pub(crate) outer: PlanSchema,
     /// The subquery's own SELECT (its body), if the body is a plain SELECT.
     pub(crate) body: Option<*const ast::Select>,
+    /// The subquery itself.
+    query: *const ast::Query,
     /// True while the body's WHERE clause is being bound.
     allow_outer: Cell<bool>,
     /// Filled in by the body's SELECT.
@@ -68,6 +70,10 @@ pub(crate) struct Shape {
     /// For an aggregate without GROUP BY: whether it has a row for a key without input rows
     /// (TRUE, or HAVING over no rows), which EXISTS must see.
     pub row_over_no_rows: Option<Expr>,
+    /// For a correlated aggregate without GROUP BY (not a scalar subquery's) with HAVING:
+    /// whether HAVING holds is a column after the keys (`__sqN_h`), and no row is left out
+    /// by it.
+    pub having_column: bool,
 }
 
 /// A join the enclosing expression's input needs before the expression can be evaluated.
@@ -92,15 +98,18 @@ pub(crate) struct Bound {
     pub(crate) values: Vec<Expr>,
     pub(crate) on: Vec<(Expr, Expr)>,
     pub(crate) filter: Option<Expr>,
-    correlated: bool,
+    pub(crate) correlated: bool,
     pub(crate) one_row_per_key: bool,
     /// The first value over no rows (see [`Shape::empty_values`]), over outer columns.
-    empty_value: Option<Expr>,
-    row_over_no_rows: Option<Expr>,
+    pub(crate) empty_value: Option<Expr>,
+    pub(crate) row_over_no_rows: Option<Expr>,
     /// The values and row over no rows as the subquery has them (over its domain
     /// columns), for a LATERAL subquery, which outputs every column.
     pub(crate) empty_values: Vec<Option<Expr>>,
     pub(crate) raw_row_over_no_rows: Option<Expr>,
+    /// Whether HAVING holds for a key's row (see [`Shape::having_column`]); the key has no
+    /// row where it does not.
+    pub(crate) having: Option<Expr>,
     /// The visible columns' own names.
     pub(crate) names: Vec<String>,
     pub(crate) domain: Option<Domain>,
@@ -116,6 +125,11 @@ impl Bound {
 /// Key column `j` of subquery `id`.
 pub(crate) fn key_name(id: usize, j: usize) -> String {
     format!("__sq{id}_k{j}")
+}
+
+/// The column of subquery `id` saying whether HAVING holds (see [`Shape::having_column`]).
+pub(crate) fn having_name(id: usize) -> String {
+    format!("__sq{id}_h")
 }
 
 fn is_key_column(c: &ColumnRef) -> bool {
@@ -162,6 +176,24 @@ impl Binder<'_> {
         }
         f.limit_taken.set(f.limit.is_some());
         f.limit
+    }
+
+    /// The subquery's number and domain when `q` is a subquery bound over a domain whose
+    /// body is a set operation (see `nested`).
+    pub(crate) fn set_body_domain(&self, q: &ast::Query) -> Option<(usize, Domain)> {
+        let frames = self.frames.borrow();
+        let f = frames.last()?;
+        match (&f.domain, f.body) {
+            (Some(d), None) if std::ptr::eq(f.query, q) => Some((f.id, d.clone())),
+            _ => None,
+        }
+    }
+
+    /// Marks the current subquery's LIMIT as taken per key.
+    pub(crate) fn mark_limit_taken(&self) {
+        if let Some(f) = self.frames.borrow().last() {
+            f.limit_taken.set(f.limit.is_some());
+        }
     }
 
     /// Whether the subquery whose body is `s` took its LIMIT per key.
@@ -233,6 +265,7 @@ impl Binder<'_> {
             id,
             outer: outer.clone(),
             body,
+            query: q as *const _,
             allow_outer: Cell::new(false),
             shape: RefCell::new(None),
             scalar,
@@ -253,6 +286,7 @@ impl Binder<'_> {
             one_row_per_key: false,
             empty_values: Vec::new(),
             row_over_no_rows: None,
+            having_column: false,
         });
         let correlated = !shape.conjuncts.is_empty();
         if domain.is_some() && shape.keys == 0 {
@@ -267,7 +301,7 @@ impl Binder<'_> {
         }
         // Outputs: the visible columns renamed `__sqN_vI`, then the key columns.
         let schema = sub.schema().clone();
-        let visible = schema.len() - shape.keys;
+        let visible = schema.len() - shape.keys - usize::from(shape.having_column);
         let mut exprs = Vec::with_capacity(schema.len());
         let mut values = Vec::with_capacity(visible);
         let mut names = Vec::with_capacity(visible);
@@ -310,6 +344,9 @@ impl Binder<'_> {
             },
             empty_values: shape.empty_values,
             raw_row_over_no_rows: shape.row_over_no_rows,
+            having: shape
+                .having_column
+                .then(|| Expr::Column(ColumnRef::new(having_name(id)))),
             names,
             domain,
         })
@@ -334,6 +371,20 @@ impl Binder<'_> {
             let input = self.apply_pending(input, mark, false)?;
             return input
                 .filter(exists)
+                .map_err(|e| SqlError::from(e).at(q.span()));
+        }
+        if let (Some(x), true) = (in_expr, sub.correlated && sub.row_over_no_rows.is_some()) {
+            // x [NOT] IN (correlated aggregate): one row for every outer row, keys without
+            // input rows included, which a semi join would not find.
+            let (op, all) = match negated {
+                false => (ast::BinaryOperator::Eq, false),
+                true => (ast::BinaryOperator::NotEq, true),
+            };
+            let mark = self.pending_mark();
+            let keep = self.quantified(x, &op, q, all, &scope)?;
+            let input = self.apply_pending(input, mark, false)?;
+            return input
+                .filter(keep)
                 .map_err(|e| SqlError::from(e).at(q.span()));
         }
         if let Some(x) = in_expr {
@@ -410,6 +461,35 @@ impl Binder<'_> {
         }
         let name = format!("__sq{}_m", sub.id);
         let kind = JoinKind::Mark { null_aware };
+        if let (Some(h), Some(over_no_rows)) = (sub.having.clone(), over_no_rows.clone()) {
+            // EXISTS over a correlated aggregate whose HAVING is a column: a key's row counts
+            // where HAVING holds for it; a key without a row, where HAVING over no rows does.
+            let holds = format!("__sq{}_mh", sub.id);
+            for (mark, filter) in [
+                (
+                    holds.clone(),
+                    Some(sub.filter.clone().map_or(h.clone(), |f| f.and(h.clone()))),
+                ),
+                (name.clone(), sub.filter.clone()),
+            ] {
+                self.pending.borrow_mut().push(PendingJoin {
+                    plan: sub.plan.clone(),
+                    kind,
+                    on: sub.on.clone(),
+                    filter,
+                    correlated: sub.correlated,
+                    mark: Some(mark),
+                    domain: sub.domain.clone(),
+                });
+            }
+            let column = |n: String| Expr::Column(ColumnRef::new(n));
+            let exists = column(holds).or(Expr::Not(Box::new(column(name))).and(over_no_rows));
+            return Ok(if negated {
+                Expr::Not(Box::new(exists))
+            } else {
+                exists
+            });
+        }
         self.pending.borrow_mut().push(PendingJoin {
             plan: sub.plan,
             kind,
