@@ -843,7 +843,7 @@ impl HashProbeOp {
             // Without keys every pair is a candidate (or every pair of a run of the range
             // index); a semi, anti or mark join without a filter only needs to know
             // whether there is one.
-            let one_enough = self.filter.is_none() && !self.kind.outputs_right();
+            let one_enough = self.filter.is_none() && !self.kind.needs_every_match();
             if let Some(range) = &self.range {
                 range.candidates(batch, one_enough, &mut p, &mut b)?;
                 return Ok(Candidates {
@@ -1094,6 +1094,15 @@ impl Operator for HashProbeOp {
     }
 
     fn execute(&self, batch: Batch) -> ExecResult<Batch> {
+        if let (JoinKind::Count, Some(range), None) = (self.kind, &self.range, &self.filter) {
+            // Each probe row's matches are one run of the sorted build rows: its length is
+            // the count, without a pair formed.
+            let counts = range.match_counts(&batch)?;
+            let rows = batch.num_rows();
+            let mut columns = batch.into_columns();
+            columns.push(Column::Int64(PrimitiveColumn::from_vec(counts)));
+            return Ok(Batch::try_new(self.schema.clone(), columns, rows)?);
+        }
         let Candidates {
             probe: mut p,
             build: mut b,
@@ -1158,6 +1167,13 @@ impl Operator for HashProbeOp {
                 }));
                 let mut columns = batch.into_columns();
                 columns.push(Column::Boolean(mark));
+                return Ok(Batch::try_new(self.schema.clone(), columns, rows)?);
+            }
+            JoinKind::Count => {
+                let mut counts = vec![0i64; rows];
+                p.iter().for_each(|&i| counts[i as usize] += 1);
+                let mut columns = batch.into_columns();
+                columns.push(Column::Int64(PrimitiveColumn::from_vec(counts)));
                 return Ok(Batch::try_new(self.schema.clone(), columns, rows)?);
             }
         }

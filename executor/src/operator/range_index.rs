@@ -93,6 +93,19 @@ impl RangeIndex {
         Ok(())
     }
 
+    /// How many build rows every bound allows, for each of `probe`'s rows (a count join):
+    /// the length of its run.
+    pub fn match_counts(&self, probe: &Batch) -> ExecResult<Vec<i64>> {
+        let values = self
+            .bounds
+            .iter()
+            .map(|bound| bound.probe.evaluate(probe))
+            .collect::<ExecResult<Vec<_>>>()?;
+        Ok((0..probe.num_rows())
+            .map(|i| self.run(&values, i).map_or(0, |(lo, hi)| (hi - lo) as i64))
+            .collect())
+    }
+
     /// The run of `sorted` where every bound holds for probe row `i` (`values` are the
     /// bounds' probe columns); `None` where it is empty or a probe value is NULL.
     fn run(&self, values: &[Column], i: usize) -> Option<(usize, usize)> {
@@ -174,7 +187,7 @@ mod tests {
         pairs
     }
 
-    fn found(build: &Batch, probe: &Batch, ops: &[BinaryOp], threads: usize) -> Vec<(u32, u32)> {
+    fn index(build: &Batch, ops: &[BinaryOp], threads: usize) -> RangeIndex {
         let bounds = ops
             .iter()
             .map(|&op| RangeBound {
@@ -182,10 +195,22 @@ mod tests {
                 probe: PhysExpr::Column(0),
             })
             .collect();
-        let index = RangeIndex::new(build, &PhysExpr::Column(0), bounds, threads).unwrap();
+        RangeIndex::new(build, &PhysExpr::Column(0), bounds, threads).unwrap()
+    }
+
+    fn found(build: &Batch, probe: &Batch, ops: &[BinaryOp], threads: usize) -> Vec<(u32, u32)> {
         let (mut p, mut b) = (Vec::new(), Vec::new());
-        index.candidates(probe, false, &mut p, &mut b).unwrap();
+        index(build, ops, threads)
+            .candidates(probe, false, &mut p, &mut b)
+            .unwrap();
         p.into_iter().zip(b).collect()
+    }
+
+    /// How many of `pairs` each of `rows` probe rows has.
+    fn per_probe_row(pairs: &[(u32, u32)], rows: usize) -> Vec<i64> {
+        let mut counts = vec![0; rows];
+        pairs.iter().for_each(|&(i, _)| counts[i as usize] += 1);
+        counts
     }
 
     const BANDS: [&[BinaryOp]; 6] = [
@@ -198,7 +223,8 @@ mod tests {
     ];
 
     /// Every bound and band finds exactly the pairs a test of every pair finds, NULLs and
-    /// duplicates included, and in the same order (probe, then key) on any thread count.
+    /// duplicates included, and in the same order (probe, then key) on any thread count;
+    /// the counts per probe row are theirs.
     #[test]
     fn runs_hold_the_pairs_a_nested_loop_finds() {
         let mut rng = Rng(7);
@@ -221,6 +247,13 @@ mod tests {
                 sorted.sort_unstable();
                 want.sort_unstable();
                 assert_eq!(sorted, want, "round {round} {ops:?}");
+                // A count join's counts are the pairs' per probe row.
+                let counts = index(&build, ops, 1).match_counts(&probe).unwrap();
+                assert_eq!(
+                    counts,
+                    per_probe_row(&want, probe.num_rows()),
+                    "round {round}"
+                );
             }
         }
     }
@@ -246,6 +279,8 @@ mod tests {
             want.sort_unstable();
             got.sort_unstable();
             assert_eq!(got, want, "{ops:?}");
+            let counts = index(&build, ops, 1).match_counts(&probe).unwrap();
+            assert_eq!(counts, per_probe_row(&want, probe.num_rows()), "{ops:?}");
         }
     }
 }

@@ -67,7 +67,7 @@ pub(super) fn hash_join(ctx: &ExecContext, plan: &LogicalPlan, j: JoinParts) -> 
         return left_built(ctx, plan, j);
     }
     // A semi, anti or mark join without a filter asks only whether a key has a row.
-    let keys_only = j.filter.is_none() && !j.kind.outputs_right();
+    let keys_only = j.filter.is_none() && !j.kind.needs_every_match();
     let table = Arc::new(index(ctx, j.right, &j.keys(ctx, false)?, keys_only)?);
     let pair_schema = j.left.schema().join(j.right.schema(), false);
     let tracks_build = matches!(j.kind, JoinKind::Right | JoinKind::Full);

@@ -162,7 +162,7 @@ pub fn join_rows(
         JoinKind::Full => inner.max(l + r),
         JoinKind::Semi => l * sides.semi_fraction(on, filter),
         JoinKind::Anti { .. } => l * (1.0 - sides.semi_fraction(on, filter)).max(ANTI_MIN),
-        JoinKind::Mark { .. } => l,
+        JoinKind::Mark { .. } | JoinKind::Count => l,
     }
 }
 

@@ -233,6 +233,19 @@ impl PlanBuilder {
         )
     }
 
+    /// A count join: every row of this plan plus a BIGINT column `count` saying how many
+    /// rows of `right` match it (see [`JoinKind::Count`]).
+    pub fn count_join(
+        self,
+        right: PlanBuilder,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+        count: &str,
+    ) -> PlanResult<Self> {
+        let field = PlanField::new(None, count, DataType::Int64, false);
+        self.join_with_mark(right, JoinKind::Count, on, filter, Some(field))
+    }
+
     fn join_with_mark(
         self,
         right: PlanBuilder,

@@ -168,6 +168,9 @@ pub enum JoinKind {
     Mark {
         null_aware: bool,
     },
+    /// Every left row plus a BIGINT column: how many right rows match it (a grouped count
+    /// over a join, computed without forming the pairs; see `count_matches_before_join`).
+    Count,
 }
 
 impl JoinKind {
@@ -182,7 +185,19 @@ impl JoinKind {
             JoinKind::Anti { null_aware: true } => "NullAwareAnti",
             JoinKind::Mark { null_aware: false } => "Mark",
             JoinKind::Mark { null_aware: true } => "NullAwareMark",
+            JoinKind::Count => "Count",
         }
+    }
+
+    /// Whether the output adds a column of its own after the left fields (mark, count).
+    pub fn adds_column(self) -> bool {
+        matches!(self, JoinKind::Mark { .. } | JoinKind::Count)
+    }
+
+    /// Whether a probe row needs every match (the right columns, or how many), not only
+    /// whether it has one.
+    pub fn needs_every_match(self) -> bool {
+        self.outputs_right() || self == JoinKind::Count
     }
 
     /// Whether the output has the right side's columns.
@@ -194,7 +209,7 @@ impl JoinKind {
     }
 
     /// The output schema: left fields, then right fields (outer sides nullable), or for a
-    /// mark join the left fields and `mark`.
+    /// mark or count join the left fields and `mark` (the mark or count column).
     pub fn output_schema(
         self,
         left: &PlanSchema,
@@ -207,7 +222,7 @@ impl JoinKind {
             JoinKind::Right => left.nullable().join(right, false),
             JoinKind::Full => left.nullable().join(right, true),
             JoinKind::Semi | JoinKind::Anti { .. } => left.clone(),
-            JoinKind::Mark { .. } => {
+            JoinKind::Mark { .. } | JoinKind::Count => {
                 let mut fields = left.fields().to_vec();
                 fields.extend(mark.cloned());
                 PlanSchema::new(fields)
@@ -392,9 +407,7 @@ impl LogicalPlan {
                 ..
             } => {
                 let (left, right) = (next(), next());
-                let mark = matches!(kind, JoinKind::Mark { .. })
-                    .then(|| old.fields().last())
-                    .flatten();
+                let mark = kind.adds_column().then(|| old.fields().last()).flatten();
                 let schema = kind.output_schema(left.schema(), right.schema(), mark);
                 LogicalPlan::Join {
                     left,

@@ -18,9 +18,19 @@
 //! row per left row); in the order of the counted input's first keys for an inner join the
 //! other way round. Float keys are left alone (grouping and join equality need not agree on
 //! -0.0 and NaN).
+//!
+//! A count over a join whose condition is only inequalities between the sides (`b.x < a.x`,
+//! bands; what a correlated count by an inequality decorrelates into) cannot group the
+//! counted input by a key. There each grouped row gets how many counted rows meet the
+//! condition from a count join ([`JoinKind::Count`]), which the executor answers by binary
+//! search over the counted rows sorted (a range join that measures each run instead of
+//! forming its pairs), and the outer aggregate adds those up: a count over 1M x 1M rows
+//! costs a sort and 1M searches, not 5 * 10^11 pairs. `count(x)` counts the rows where x
+//! is not NULL with a count join of its own; a global count (no GROUP BY) is 0 over no
+//! rows.
 
 use crate::error::PlanResult;
-use crate::expr::{AggFunc, ColumnRef, Expr, ScalarFunc};
+use crate::expr::{AggFunc, BinaryOp, ColumnRef, Expr, ScalarFunc};
 use crate::optimizer::cardinality::estimate_rows;
 use crate::optimizer::rules::renamed;
 use crate::optimizer::OptimizerRule;
@@ -108,6 +118,42 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
                     .filter(|_| reads_only(&group, s.grouped.schema(), s.counted.schema()));
                 if let Some(counts) = applies {
                     found = count_first(&s, *kind, on, &group, &counts, &schema)?;
+                    break;
+                }
+            }
+            found
+        }
+        Some((
+            LogicalPlan::Join {
+                left,
+                right,
+                kind: kind @ (JoinKind::Inner | JoinKind::Left),
+                on,
+                filter: Some(condition),
+                ..
+            },
+            group,
+            aggs,
+        )) if on.is_empty() && is_range(condition) => {
+            let mut candidates = vec![Sides {
+                grouped: left,
+                counted: right,
+                grouped_is_left: true,
+            }];
+            if *kind == JoinKind::Inner {
+                candidates.push(Sides {
+                    grouped: right,
+                    counted: left,
+                    grouped_is_left: false,
+                });
+            }
+            let mut found = None;
+            for s in candidates {
+                let applies = counted(&aggs, s.counted.schema(), s.grouped.schema()).filter(|_| {
+                    group.is_empty() || reads_only(&group, s.grouped.schema(), s.counted.schema())
+                });
+                if let Some(counts) = applies {
+                    found = count_by_condition(&s, *kind, condition, &group, &counts, &schema)?;
                     break;
                 }
             }
@@ -269,6 +315,106 @@ fn count_first(
         })
         .collect();
     let per_group = joined.aggregate(group.to_vec(), sums)?;
+    if per_group.schema().len() != schema.len() {
+        return Ok(None);
+    }
+    Ok(Some(renamed(per_group.build(), schema.clone())))
+}
+
+/// Whether `condition` is only inequalities (`<`, `<=`, `>`, `>=`) between columns of the
+/// two sides, which the executor answers by binary search over one side sorted (a range
+/// join): counting a row's matches is then the length of its run, never a pass over pairs.
+fn is_range(condition: &Expr) -> bool {
+    condition.clone().split_conjunction().iter().all(|c| {
+        matches!(
+            c,
+            Expr::Binary {
+                op: BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq,
+                left,
+                right,
+            } if !left.columns().is_empty() && !right.columns().is_empty()
+        )
+    })
+}
+
+/// The aggregate over the grouped input with, per row, how many rows of the counted input
+/// meet `condition` (a count join each: of every row, and of the rows where a counted value
+/// is not NULL), instead of over the pairs; `None` where a name would clash. A grouped row
+/// of an inner join without a match makes no pair, so it is dropped; of a left join it
+/// makes one, whose `count(*)` is 1 and `count(x)` 0. Over no rows at all (no GROUP BY) a
+/// count is 0, not the NULL of a sum over nothing.
+fn count_by_condition(
+    sides: &Sides,
+    kind: JoinKind,
+    condition: &Expr,
+    group: &[Expr],
+    counts: &[Counted],
+    schema: &PlanSchema,
+) -> PlanResult<Option<LogicalPlan>> {
+    let rows = "__count_rows".to_string();
+    let names: Vec<String> = (0..counts.len()).map(|j| format!("__count_{j}")).collect();
+    let clashes = |n: &String| {
+        !sides
+            .grouped
+            .schema()
+            .positions(&ColumnRef::new(n))
+            .is_empty()
+    };
+    if names.iter().chain([&rows]).any(clashes) {
+        return Ok(None);
+    }
+    let counted = PlanBuilder::from_plan(sides.counted.clone());
+    let mut b = PlanBuilder::from_plan(sides.grouped.clone()).count_join(
+        counted.clone(),
+        Vec::new(),
+        Some(condition.clone()),
+        &rows,
+    )?;
+    for (c, name) in counts.iter().zip(&names) {
+        if let Counted::Values(x) = c {
+            let present = counted.clone().filter(x.clone().is_not_null())?;
+            b = b.count_join(present, Vec::new(), Some(condition.clone()), name)?;
+        }
+    }
+    let n = || crate::expr::col(&rows);
+    if kind == JoinKind::Inner {
+        b = b.filter(n().gt(Expr::Literal(ScalarValue::Int64(0))))?;
+    }
+    let sums = counts
+        .iter()
+        .zip(&names)
+        .map(|(c, name)| {
+            let per_row = match (c, kind) {
+                (Counted::Rows, JoinKind::Left) => Expr::Case {
+                    operand: None,
+                    branches: vec![(
+                        n().eq(Expr::Literal(ScalarValue::Int64(0))),
+                        Expr::Literal(ScalarValue::Int64(1)),
+                    )],
+                    otherwise: Some(Box::new(n())),
+                },
+                (Counted::Rows, _) => n(),
+                (Counted::Values(_), _) => crate::expr::col(name),
+            };
+            per_row.sum()
+        })
+        .collect();
+    let mut per_group = b.aggregate(group.to_vec(), sums)?;
+    if group.is_empty() {
+        let zeros = per_group
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| Expr::Function {
+                func: ScalarFunc::Coalesce,
+                args: vec![
+                    Expr::Column(f.column_ref()),
+                    Expr::Literal(ScalarValue::Int64(0)),
+                ],
+            })
+            .collect();
+        per_group = per_group.project(zeros)?;
+    }
     if per_group.schema().len() != schema.len() {
         return Ok(None);
     }

@@ -339,9 +339,11 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             // reach the output unchanged (not NULL-extended by the other side).
             let (left_ok, right_ok) = match kind {
                 JoinKind::Inner => (true, true),
-                JoinKind::Left | JoinKind::Semi | JoinKind::Anti { .. } | JoinKind::Mark { .. } => {
-                    (true, false)
-                }
+                JoinKind::Left
+                | JoinKind::Semi
+                | JoinKind::Anti { .. }
+                | JoinKind::Mark { .. }
+                | JoinKind::Count => (true, false),
                 JoinKind::Right => (false, true),
                 JoinKind::Full => (false, false),
             };
