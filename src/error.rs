@@ -50,3 +50,22 @@ impl From<StorageError> for Error {
         }
     }
 }
+
+impl Error {
+    /// This error with the position in the SQL text of the operation a run-time error names,
+    /// where `positions` has it (see `morsel_sql::ExprPositions`).
+    pub(crate) fn located(self, positions: &morsel_sql::ExprPositions) -> Error {
+        match self {
+            Error::Exec(ExecError::InExpression {
+                expr,
+                at: None,
+                source,
+            }) => Error::Exec(ExecError::InExpression {
+                at: positions.find(&expr),
+                expr,
+                source,
+            }),
+            other => other,
+        }
+    }
+}

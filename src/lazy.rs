@@ -18,6 +18,8 @@ pub struct LazyFrame {
     session: Session,
     /// The plan so far, or the first error met while building it.
     builder: std::result::Result<PlanBuilder, std::sync::Arc<PlanError>>,
+    /// Where the operations of the SQL it was made from are, for run-time errors.
+    positions: std::sync::Arc<morsel_sql::ExprPositions>,
 }
 
 impl LazyFrame {
@@ -25,7 +27,14 @@ impl LazyFrame {
         Self {
             session,
             builder: Ok(builder),
+            positions: Default::default(),
         }
+    }
+
+    /// This frame, its run-time errors placed in the SQL it was made from.
+    pub(crate) fn with_positions(mut self, positions: morsel_sql::ExprPositions) -> Self {
+        self.positions = std::sync::Arc::new(positions);
+        self
     }
 
     fn step(
@@ -36,6 +45,7 @@ impl LazyFrame {
         Self {
             session: self.session,
             builder,
+            positions: self.positions,
         }
     }
 
@@ -92,6 +102,7 @@ impl LazyFrame {
             Err(e) => Self {
                 session: self.session,
                 builder: Err(e),
+                positions: self.positions,
             },
         }
     }
@@ -141,7 +152,8 @@ impl LazyFrame {
         let plan = self.session.optimizer()?.optimize(plan, None)?;
         let schema = std::sync::Arc::new(plan.schema().to_schema());
         let ctx = self.session.exec_context();
-        let batches = morsel_executor::execute(&plan, &ctx)?;
+        let batches = morsel_executor::execute(&plan, &ctx)
+            .map_err(|e| Error::from(e).located(&self.positions))?;
         let mut skipped = std::mem::take(
             &mut *ctx
                 .metrics

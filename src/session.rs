@@ -237,9 +237,10 @@ impl Session {
                 stmts.len()
             )));
         };
-        match morsel_sql::plan_statement(stmt, self)? {
-            Statement::Query(plan) => {
-                Ok(LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan)))
+        match morsel_sql::plan_statement_with_positions(stmt, self)? {
+            (Statement::Query(plan), positions) => {
+                Ok(LazyFrame::new(self.clone(), PlanBuilder::from_plan(plan))
+                    .with_positions(positions))
             }
             _ => Err(Error::Invalid(
                 "sql() takes a query; use execute() for other statements".into(),
@@ -299,7 +300,13 @@ impl Session {
 impl Session {
     /// Binds, plans and runs one parsed statement.
     fn run_parsed(&self, stmt: &morsel_sql::ast::Statement) -> Result<QueryResult> {
-        Ok(match morsel_sql::plan_statement(stmt, self)? {
+        let (bound, positions) = morsel_sql::plan_statement_with_positions(stmt, self)?;
+        self.run_bound(bound).map_err(|e| e.located(&positions))
+    }
+
+    /// Plans and runs one bound statement.
+    fn run_bound(&self, bound: Statement) -> Result<QueryResult> {
+        Ok(match bound {
             Statement::Query(plan) => self.run_plan(plan)?,
             Statement::Explain {
                 plan,

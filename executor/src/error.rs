@@ -31,6 +31,48 @@ pub enum ExecError {
     Cancelled,
     #[error("internal error (a bug in morsel): {0}")]
     Internal(String),
+    /// A value error (`source`) raised by the operation `expr` (its text as the plan shows
+    /// it); `at` is where that operation is in the SQL text (line, column), when known.
+    #[error("{}", in_expression(source, expr, at))]
+    InExpression {
+        expr: String,
+        at: Option<(u64, u64)>,
+        source: Box<ExecError>,
+    },
+}
+
+fn in_expression(source: &ExecError, expr: &str, at: &Option<(u64, u64)>) -> String {
+    match at {
+        Some((line, column)) => format!("{source} (line {line}, column {column})"),
+        None => format!("{source} in {expr}"),
+    }
+}
+
+impl ExecError {
+    /// An error a value causes (a cast, an overflow, a zero divisor, a bad argument), which
+    /// an operation of the query can be named for.
+    pub fn is_value_error(&self) -> bool {
+        matches!(
+            self,
+            ExecError::Overflow { .. }
+                | ExecError::DivisionByZero { .. }
+                | ExecError::Cast { .. }
+                | ExecError::InvalidArgument(_)
+        )
+    }
+
+    /// This error, raised by the operation `text`: named for it, if it is a value error not
+    /// named already (the innermost operation is the one that failed).
+    pub fn in_expression(self, text: &str) -> ExecError {
+        match self.is_value_error() {
+            true => ExecError::InExpression {
+                expr: text.to_string(),
+                at: None,
+                source: Box::new(self),
+            },
+            false => self,
+        }
+    }
 }
 
 impl From<CsvError> for ExecError {

@@ -23,3 +23,8 @@ pub use expr::{
 pub use optimizer::{memory_scan_filter_order, Optimizer, OptimizerRule, RuleTrace};
 pub use plan::{CsvFiles, JoinKind, LogicalPlan, MemTable, PlanBuilder, Scan, TableSource};
 pub use schema::{PlanField, PlanSchema};
+
+/// The most nodes an operation a run-time error is reported at may have (with its operands):
+/// inside a longer expression an error names no text and no position (writing the text out
+/// at every level of a 10,000-term chain would be quadratic, and it would help nobody).
+pub const LOCATED_NODES: usize = 64;

@@ -10,13 +10,17 @@
 mod binder;
 mod catalog;
 mod error;
+mod positions;
 
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::parser::Parser;
 
-pub use binder::{plan_statement, DropKind, ExplainFormat, Statement};
+pub use binder::{
+    plan_statement, plan_statement_with_positions, DropKind, ExplainFormat, Statement,
+};
 pub use catalog::Catalog;
 pub use error::{SqlError, SqlErrorKind};
+pub use positions::ExprPositions;
 pub use sqlparser::ast;
 
 /// How deeply parentheses, subqueries and derived tables may nest. The parser grows its

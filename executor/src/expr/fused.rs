@@ -156,6 +156,10 @@ impl Compiler<'_> {
     /// Compiles `e`, or returns `None` when its value has no register kind (strings).
     #[recursive::recursive]
     fn compile(&mut self, e: &PhysExpr) -> ExecResult<Option<(usize, Kind)>> {
+        if let PhysExpr::Located { expr, .. } = e {
+            // Its error is found on the plain tree (see `PhysExpr::evaluate`).
+            return self.compile(expr);
+        }
         let ty = e.data_type(self.schema)?;
         let Some(kind) = Kind::of(ty) else {
             return Ok(None);

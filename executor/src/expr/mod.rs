@@ -71,6 +71,14 @@ pub enum PhysExpr {
     },
     /// An elementwise subtree compiled into one program.
     Fused(Box<FusedProgram>),
+    /// An operation that can fail on a value (a cast, arithmetic, a function), with its
+    /// text as the plan shows it: an error it raises names it ([`ExecError::InExpression`]),
+    /// and the session finds where it is in the SQL. Transparent otherwise (fusion looks
+    /// through it).
+    Located {
+        expr: Box<PhysExpr>,
+        text: std::sync::Arc<str>,
+    },
 }
 
 /// Replaces every elementwise subtree of `e` with at least two operations by a fused program
@@ -85,6 +93,20 @@ pub fn fuse(e: PhysExpr, schema: &Schema) -> ExecResult<PhysExpr> {
 /// Compiles a (coerced) logical expression against the schema of its input.
 #[recursive::recursive]
 pub fn compile(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
+    let p = compile_node(e, schema)?;
+    let named = e.can_fail_on_a_value()
+        && !matches!(p, PhysExpr::Literal { .. })
+        && e.has_at_most_nodes(morsel_planner::LOCATED_NODES);
+    Ok(match named {
+        true => PhysExpr::Located {
+            expr: Box::new(p),
+            text: e.located_text().into(),
+        },
+        false => p,
+    })
+}
+
+fn compile_node(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
     let c = |x: &Expr| compile(x, schema).map(Box::new);
     Ok(match e {
         Expr::Column(r) => PhysExpr::Column(schema.index_of(r)?),
@@ -202,7 +224,7 @@ impl PhysExpr {
                 }
                 _ => right.data_type(schema)?,
             },
-            PhysExpr::Negative(x) => x.data_type(schema)?,
+            PhysExpr::Negative(x) | PhysExpr::Located { expr: x, .. } => x.data_type(schema)?,
             PhysExpr::Not(_)
             | PhysExpr::IsNull { .. }
             | PhysExpr::InList { .. }
@@ -225,6 +247,10 @@ impl PhysExpr {
             },
             PhysExpr::Not(x) => PhysExpr::Not(Box::new(f(*x)?)),
             PhysExpr::Negative(x) => PhysExpr::Negative(Box::new(f(*x)?)),
+            PhysExpr::Located { expr, text } => PhysExpr::Located {
+                expr: Box::new(f(*expr)?),
+                text,
+            },
             PhysExpr::IsNull { expr, negated } => PhysExpr::IsNull {
                 expr: Box::new(f(*expr)?),
                 negated,
@@ -285,7 +311,8 @@ impl PhysExpr {
             | PhysExpr::Negative(x)
             | PhysExpr::IsNull { expr: x, .. }
             | PhysExpr::Cast { expr: x, .. }
-            | PhysExpr::Like { expr: x, .. } => x.fused_programs(),
+            | PhysExpr::Like { expr: x, .. }
+            | PhysExpr::Located { expr: x, .. } => x.fused_programs(),
             PhysExpr::Case {
                 branches,
                 otherwise,
@@ -338,6 +365,7 @@ impl PhysExpr {
             ),
             PhysExpr::Cast { expr, to } => format!("CAST({} AS {to})", expr.describe(names)),
             PhysExpr::Fused(p) => p.to_string(),
+            PhysExpr::Located { expr, .. } => expr.describe(names),
             _ => "expr".into(),
         }
     }
@@ -422,6 +450,20 @@ impl PhysExpr {
             Err(_) if self.has_lazy_parts(Mode::Precise) => self.eval(batch, Mode::Precise),
             result => result,
         }
+        .map_err(|e| self.locate(batch, e))
+    }
+
+    /// `e`, an error evaluating this expression over `batch`, naming the operation that
+    /// raised it: a fused program's error does not, so its plain tree is evaluated again
+    /// (on the error path only) to find it.
+    fn locate(&self, batch: &Batch, e: ExecError) -> ExecError {
+        if !e.is_value_error() || self.fused_programs().is_empty() {
+            return e;
+        }
+        match self.eval(batch, Mode::Precise) {
+            Err(located @ ExecError::InExpression { .. }) => located,
+            _ => e,
+        }
     }
 
     /// Evaluates a filter's predicate: as [`PhysExpr::evaluate`], and where that fails, the
@@ -432,6 +474,7 @@ impl PhysExpr {
             Err(_) if self.has_lazy_parts(Mode::Predicate) => lazy::filter(self, batch),
             result => result,
         }
+        .map_err(|e| self.locate(batch, e))
     }
 
     /// Whether evaluating in `mode` can differ from the fast way: the tree holds a CASE or
@@ -469,7 +512,8 @@ impl PhysExpr {
             | PhysExpr::Negative(x)
             | PhysExpr::IsNull { expr: x, .. }
             | PhysExpr::Cast { expr: x, .. }
-            | PhysExpr::Like { expr: x, .. } => f(x),
+            | PhysExpr::Like { expr: x, .. }
+            | PhysExpr::Located { expr: x, .. } => f(x),
             PhysExpr::Case {
                 branches,
                 otherwise,
@@ -520,6 +564,9 @@ impl PhysExpr {
         }
         let evaluate = |e: &PhysExpr, b: &Batch| e.eval(b, mode);
         Ok(match self {
+            PhysExpr::Located { expr, text } => {
+                return expr.eval(batch, mode).map_err(|e| e.in_expression(text))
+            }
             PhysExpr::Column(i) => batch.column(*i).clone(),
             PhysExpr::Literal { value, ty } => cast::broadcast(value, *ty, rows)?,
             PhysExpr::Binary { left, op, right } if op.is_comparison() => {

@@ -10,6 +10,44 @@ impl Expr {
         v
     }
 
+    /// Whether this tree has at most `n` nodes (a walk of at most `n` nodes, however large
+    /// the tree).
+    pub fn has_at_most_nodes(&self, n: usize) -> bool {
+        let mut budget = n;
+        let mut stack = vec![self];
+        while let Some(x) = stack.pop() {
+            if budget == 0 {
+                return false;
+            }
+            budget -= 1;
+            x.for_each_child(|c| stack.push(c));
+        }
+        true
+    }
+
+    /// Whether this node is an operation that can fail on a value at run time (arithmetic,
+    /// a cast, a function), which a run-time error is reported at.
+    pub fn can_fail_on_a_value(&self) -> bool {
+        match self {
+            Expr::Binary { op, .. } => op.is_arithmetic(),
+            Expr::Negative(_) | Expr::Cast { .. } | Expr::Function { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The text a run-time error of this operation names it by: as displayed, without the
+    /// casts below it (type coercion adds them between binding and running, so the SQL's
+    /// `'x' || a` reads as the plan's `'x' || CAST(a AS VARCHAR)`: both read as the first).
+    pub fn located_text(&self) -> String {
+        fn strip(e: Expr) -> Expr {
+            match e {
+                Expr::Cast { expr, .. } => strip(*expr),
+                other => other.map_children(strip),
+            }
+        }
+        self.clone().map_children(strip).to_string()
+    }
+
     /// Calls `f` on each direct child, in the order [`Expr::children`] lists them (without
     /// collecting them: the planner visits expressions often).
     pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {

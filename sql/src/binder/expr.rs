@@ -24,7 +24,16 @@ fn ident_name(i: &ast::Ident) -> String {
 impl Binder<'_> {
     /// Binds `e`, resolving columns in `scope`.
     pub(crate) fn expr(&self, e: &ast::Expr, scope: &PlanSchema) -> Result<Expr, SqlError> {
-        self.expr_inner(e, scope).map_err(|err| err.at(e.span()))
+        let bound = self.expr_inner(e, scope).map_err(|err| err.at(e.span()))?;
+        // Where a run-time error of this operation is reported (not for a view's query,
+        // whose positions are in its own text).
+        if self.views.borrow().is_empty() {
+            let start = e.span().start;
+            self.positions
+                .borrow_mut()
+                .record(&bound, (start.line, start.column));
+        }
+        Ok(bound)
     }
 
     fn column(&self, c: ColumnRef, scope: &PlanSchema) -> Result<Expr, SqlError> {

@@ -25,67 +25,87 @@ pub use statement::{DropKind, ExplainFormat, Statement};
 
 use crate::catalog::Catalog;
 use crate::error::SqlError;
+use crate::positions::ExprPositions;
 
 /// Binds one parsed statement against `catalog`.
 pub fn plan_statement(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Statement, SqlError> {
+    plan_statement_with_positions(stmt, catalog).map(|(s, _)| s)
+}
+
+/// [`plan_statement`], with where the statement's operations that can fail at run time are
+/// (see [`ExprPositions`]).
+pub fn plan_statement_with_positions(
+    stmt: &ast::Statement,
+    catalog: &dyn Catalog,
+) -> Result<(Statement, ExprPositions), SqlError> {
     let binder = Binder::new(catalog);
-    match stmt {
-        ast::Statement::Query(q) => Ok(Statement::Query(binder.query(q)?.build())),
-        ast::Statement::Explain {
-            statement,
-            analyze,
-            verbose,
-            format,
-            describe_alias,
-            options,
-            ..
-        } => {
-            let ast::Statement::Query(q) = statement.as_ref() else {
-                return Err(SqlError::unsupported(format!(
-                    "EXPLAIN of {}",
-                    statement_kind(statement)
-                ))
-                .at(statement.span()));
-            };
-            if *describe_alias == ast::DescribeAlias::Describe {
-                return Ok(Statement::Describe(binder.query(q)?.schema().clone()));
-            }
-            let (mut analyze, mut verbose) = (*analyze, *verbose);
-            let mut format = match format {
-                None => ExplainFormat::Text,
-                Some(
-                    ast::AnalyzeFormatKind::Keyword(f) | ast::AnalyzeFormatKind::Assignment(f),
-                ) => explain_format(&f.to_string())?,
-            };
-            // The PostgreSQL form: EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) query.
-            for o in options.iter().flatten() {
-                let on = !matches!(
-                    &o.arg,
-                    Some(ast::Expr::Value(v)) if v.value == ast::Value::Boolean(false)
-                );
-                match o.name.value.to_ascii_lowercase().as_str() {
-                    "analyze" => analyze = on,
-                    "verbose" => verbose = on,
-                    "format" => {
-                        let arg = o.arg.as_ref().map(|a| a.to_string()).unwrap_or_default();
-                        format = explain_format(&arg)?;
-                    }
-                    other => {
-                        return Err(SqlError::unsupported(format!("the EXPLAIN option {other}")))
+    let bound = binder.bind_statement(stmt)?;
+    Ok((bound, binder.positions.into_inner()))
+}
+
+impl Binder<'_> {
+    fn bind_statement(&self, stmt: &ast::Statement) -> Result<Statement, SqlError> {
+        let binder = self;
+        match stmt {
+            ast::Statement::Query(q) => Ok(Statement::Query(binder.query(q)?.build())),
+            ast::Statement::Explain {
+                statement,
+                analyze,
+                verbose,
+                format,
+                describe_alias,
+                options,
+                ..
+            } => {
+                let ast::Statement::Query(q) = statement.as_ref() else {
+                    return Err(SqlError::unsupported(format!(
+                        "EXPLAIN of {}",
+                        statement_kind(statement)
+                    ))
+                    .at(statement.span()));
+                };
+                if *describe_alias == ast::DescribeAlias::Describe {
+                    return Ok(Statement::Describe(binder.query(q)?.schema().clone()));
+                }
+                let (mut analyze, mut verbose) = (*analyze, *verbose);
+                let mut format = match format {
+                    None => ExplainFormat::Text,
+                    Some(
+                        ast::AnalyzeFormatKind::Keyword(f) | ast::AnalyzeFormatKind::Assignment(f),
+                    ) => explain_format(&f.to_string())?,
+                };
+                // The PostgreSQL form: EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) query.
+                for o in options.iter().flatten() {
+                    let on = !matches!(
+                        &o.arg,
+                        Some(ast::Expr::Value(v)) if v.value == ast::Value::Boolean(false)
+                    );
+                    match o.name.value.to_ascii_lowercase().as_str() {
+                        "analyze" => analyze = on,
+                        "verbose" => verbose = on,
+                        "format" => {
+                            let arg = o.arg.as_ref().map(|a| a.to_string()).unwrap_or_default();
+                            format = explain_format(&arg)?;
+                        }
+                        other => {
+                            return Err(SqlError::unsupported(format!(
+                                "the EXPLAIN option {other}"
+                            )))
+                        }
                     }
                 }
+                if format == ExplainFormat::Graphviz && analyze {
+                    return Err(SqlError::unsupported("EXPLAIN ANALYZE FORMAT GRAPHVIZ"));
+                }
+                Ok(Statement::Explain {
+                    plan: binder.query(q)?.build(),
+                    verbose,
+                    analyze,
+                    format,
+                })
             }
-            if format == ExplainFormat::Graphviz && analyze {
-                return Err(SqlError::unsupported("EXPLAIN ANALYZE FORMAT GRAPHVIZ"));
-            }
-            Ok(Statement::Explain {
-                plan: binder.query(q)?.build(),
-                verbose,
-                analyze,
-                format,
-            })
+            other => binder.statement(other),
         }
-        other => binder.statement(other),
     }
 }
 
@@ -139,6 +159,8 @@ pub(crate) struct Binder<'a> {
     aliases: RefCell<Vec<(String, Expr)>>,
     /// Set while a CREATE VIEW's query is checked: views it reads stand in by their columns.
     checking_view: Cell<bool>,
+    /// Where the statement's operations that can fail at run time are.
+    positions: RefCell<ExprPositions>,
 }
 
 impl<'a> Binder<'a> {
@@ -154,6 +176,7 @@ impl<'a> Binder<'a> {
             aliases: RefCell::default(),
             checking_view: Cell::new(false),
             files: RefCell::default(),
+            positions: RefCell::default(),
         }
     }
 

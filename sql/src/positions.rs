@@ -1,0 +1,42 @@
+//! Where the operations that can fail at run time are in the SQL text: the binder records
+//! each cast, arithmetic operation and function call it binds under its text as the plan
+//! shows it (`Expr::located_text`: without the casts coercion adds below it), and a
+//! run-time error naming an operation by that text
+//! (`ExecError::InExpression`) is given the position of the first one recorded.
+//!
+//! The text is the link because the plan is optimized between binding and running: an
+//! operation the optimizer leaves as it is keeps its text; one it rewrites (a column of a
+//! derived table replaced by its definition) is still named by its new text, without a
+//! position. Operations in a view's query are not recorded (their positions are in the
+//! view's own text).
+
+use morsel_planner::Expr;
+
+/// The positions of a statement's operations, by their text.
+#[derive(Clone, Debug, Default)]
+pub struct ExprPositions {
+    entries: Vec<(String, (u64, u64))>,
+}
+
+impl ExprPositions {
+    /// Records `e`, bound at 1-based `(line, column)`, when it is an operation that can fail
+    /// on a value and short enough to be named.
+    pub(crate) fn record(&mut self, e: &Expr, at: (u64, u64)) {
+        let e = match e {
+            Expr::Alias { expr, .. } => expr.as_ref(),
+            other => other,
+        };
+        if at.0 > 0 && e.can_fail_on_a_value() && e.has_at_most_nodes(morsel_planner::LOCATED_NODES)
+        {
+            self.entries.push((e.located_text(), at));
+        }
+    }
+
+    /// Where the operation whose text is `text` is, if it was recorded.
+    pub fn find(&self, text: &str) -> Option<(u64, u64)> {
+        self.entries
+            .iter()
+            .find(|(t, _)| t == text)
+            .map(|(_, at)| *at)
+    }
+}
