@@ -12,8 +12,11 @@
 //!   before either meets a larger one (TPC-H Q7: customers of two nations meet their
 //!   orders on their own, instead of lineitem's matches being carried through both joins).
 //!
-//! The bushy order is taken only where its joins produce fewer rows in all (a plain star
-//! gives both the same shape). Either way an input is joined without a condition only when
+//! For a region of at most 12 inputs, all linked, the exact order is found too (`exact`:
+//! every bushy tree without cross products, the one whose joins produce the fewest rows by
+//! estimates of each set of inputs). The exact and the bushy order are taken only where their
+//! joins produce fewer rows in all than the left-deep one's (a plain star gives them all the
+//! same shape). Either way an input is joined without a condition only when
 //! nothing linked is left; at each join the smaller side becomes the hash join's build
 //! (right) side, and every condition is placed at the first join where all its columns are
 //! available: equalities across the two sides as hash keys, the rest as the join's residual
@@ -27,6 +30,8 @@
 //! so are the spines of build sides that are joins themselves. Estimates depend only on the
 //! data (see `cardinality`), so the plan is the same for any thread count; a region already
 //! in the chosen shape is left as it is, so the rule reaches a fixed point.
+
+mod exact;
 
 use super::push_down_filter::conjuncts;
 use crate::error::PlanResult;
@@ -184,19 +189,29 @@ fn reorder(
         return Ok(None);
     };
     let deep = order_tree(deep);
-    // The bushy order only where it joins fewer rows in all (ties keep the left-deep one,
-    // whose every join but the first streams the same input), and only for regions small
-    // enough that trying every pair of parts at every step stays cheap.
-    let (mut plan, conds) = if leaves.len() <= BUSHY_MAX_INPUTS {
+    // The exact and the bushy order only where they join fewer rows in all (ties keep the
+    // left-deep one, whose every join but the first streams the same input), and only for
+    // regions small enough that they stay cheap.
+    let mut chosen = (joined_rows(&deep), deep, deep_conds);
+    let exact = exact::exact(&leaves, &conds);
+    if leaves.len() <= BUSHY_MAX_INPUTS {
         let (bushy, bushy_conds) = pairwise(leaves, conds);
         let bushy = order_tree(bushy);
-        match joined_rows(&bushy) < joined_rows(&deep) {
-            true => (bushy, bushy_conds),
-            false => (deep, deep_conds),
+        let rows = joined_rows(&bushy);
+        if rows < chosen.0 {
+            chosen = (rows, bushy, bushy_conds);
         }
-    } else {
-        (deep, deep_conds)
-    };
+    }
+    if let Some((exact, exact_conds)) = exact {
+        let exact = order_tree(exact);
+        let rows = joined_rows(&exact);
+        // Fewer beyond rounding: the same joins summed in another order tie, and a tie
+        // keeps the greedy order.
+        if rows < chosen.0 * (1.0 - TIE) {
+            chosen = (rows, exact, exact_conds);
+        }
+    }
+    let (_, mut plan, conds) = chosen;
     let rest: Vec<Expr> = conds
         .into_iter()
         .filter(|c| !c.placed)
@@ -224,6 +239,10 @@ fn reorder(
     Ok(Some(plan))
 }
 
+/// The share by which the exact order must join fewer rows than the greedy ones to be
+/// taken: sums of the same joins' estimates in another order differ by rounding only.
+const TIE: f64 = 1e-9;
+
 /// The most inputs a region is also ordered bushily for. The pairwise search tries every two
 /// parts at every step (cubic in the inputs, times the conditions): 16 covers TPC-H's regions
 /// (at most 8) and keeps a 64-table clique's planning short.
@@ -247,6 +266,11 @@ impl Links {
             adjacent[q][p / 64] |= 1 << (p % 64);
         }
         Links { words, adjacent }
+    }
+
+    /// The inputs an equality links input `i` to, as a bit set of the first 64.
+    fn adjacent_mask(&self, i: usize) -> usize {
+        self.adjacent[i][0] as usize
     }
 
     /// Whether an equality links an input of `a` to one of `b`.
