@@ -53,6 +53,13 @@ fn deep_nesting_up_to_the_limit_and_a_clear_error_past_it() {
     assert_eq!(one(&s, &q), ScalarValue::Int32(1_001));
     let parens = format!("SELECT {}1{}", "(".repeat(5_000), ")".repeat(5_000));
     assert_eq!(one(&s, &parens), ScalarValue::Int32(1));
+    // An operation over deep parentheses (where a run-time error would be reported).
+    let cast = format!(
+        "SELECT CAST({}'7'{} AS INTEGER) + 1",
+        "(".repeat(5_000),
+        ")".repeat(5_000)
+    );
+    assert_eq!(one(&s, &cast), ScalarValue::Int32(8));
     let depth = morsel_sql::MAX_NESTING + 1;
     let too_deep = format!("SELECT {}1{}", "(".repeat(depth), ")".repeat(depth));
     let Err(err) = s.execute(&too_deep) else {

@@ -19,15 +19,20 @@ pub struct ExprPositions {
 }
 
 impl ExprPositions {
-    /// Records `e`, bound at 1-based `(line, column)`, when it is an operation that can fail
-    /// on a value and short enough to be named.
-    pub(crate) fn record(&mut self, e: &Expr, at: (u64, u64)) {
+    /// The operation `e` names, when it is one that can fail on a value and is short enough
+    /// to be named (an alias aside).
+    pub(crate) fn operation(e: &Expr) -> Option<&Expr> {
         let e = match e {
             Expr::Alias { expr, .. } => expr.as_ref(),
             other => other,
         };
-        if at.0 > 0 && e.can_fail_on_a_value() && e.has_at_most_nodes(morsel_planner::LOCATED_NODES)
-        {
+        (e.can_fail_on_a_value() && e.has_at_most_nodes(morsel_planner::LOCATED_NODES)).then_some(e)
+    }
+
+    /// Records operation `e` (see [`ExprPositions::operation`]) as bound at 1-based `(line,
+    /// column)`.
+    pub(crate) fn record(&mut self, e: &Expr, at: (u64, u64)) {
+        if at.0 > 0 {
             self.entries.push((e.located_text(), at));
         }
     }

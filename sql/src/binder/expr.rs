@@ -10,11 +10,37 @@ use super::functions::{self, FunctionKind};
 use super::types::sql_type;
 use super::Binder;
 use crate::error::{SqlError, SqlErrorKind};
+use crate::positions::ExprPositions;
 
 /// A bound `INTERVAL`: a count of days or of months.
 enum Interval {
     Days(i64),
     Months(i64),
+}
+
+/// Where `e` starts (as sqlparser's span does), found down its leftmost operands without
+/// recursion: sqlparser computes a span over the whole subtree, recursively, which for a
+/// chain of thousands of terms (or parentheses) is deep and quadratic in all.
+fn start_of(e: &ast::Expr) -> sqlparser::tokenizer::Location {
+    let mut e = e;
+    loop {
+        e = match e {
+            ast::Expr::Nested(x)
+            | ast::Expr::BinaryOp { left: x, .. }
+            | ast::Expr::UnaryOp { expr: x, .. }
+            | ast::Expr::Cast { expr: x, .. } => x,
+            ast::Expr::Identifier(i) => return i.span.start,
+            ast::Expr::CompoundIdentifier(parts) if !parts.is_empty() => {
+                return parts[0].span.start
+            }
+            ast::Expr::Value(v) => return v.span.start,
+            ast::Expr::Function(f) => match f.name.0.first().and_then(|p| p.as_ident()) {
+                Some(i) => return i.span.start,
+                None => return e.span().start,
+            },
+            other => return other.span().start,
+        }
+    }
 }
 
 fn ident_name(i: &ast::Ident) -> String {
@@ -26,12 +52,15 @@ impl Binder<'_> {
     pub(crate) fn expr(&self, e: &ast::Expr, scope: &PlanSchema) -> Result<Expr, SqlError> {
         let bound = self.expr_inner(e, scope).map_err(|err| err.at(e.span()))?;
         // Where a run-time error of this operation is reported (not for a view's query,
-        // whose positions are in its own text).
-        if self.views.borrow().is_empty() {
-            let start = e.span().start;
-            self.positions
-                .borrow_mut()
-                .record(&bound, (start.line, start.column));
+        // whose positions are in its own text). Only a short operation's span is asked for:
+        // sqlparser computes a span over the whole subtree, recursively.
+        if let Some(op) = ExprPositions::operation(&bound) {
+            if self.views.borrow().is_empty() {
+                let start = start_of(e);
+                self.positions
+                    .borrow_mut()
+                    .record(op, (start.line, start.column));
+            }
         }
         Ok(bound)
     }

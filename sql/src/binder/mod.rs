@@ -45,9 +45,8 @@ pub fn plan_statement_with_positions(
 
 impl Binder<'_> {
     fn bind_statement(&self, stmt: &ast::Statement) -> Result<Statement, SqlError> {
-        let binder = self;
         match stmt {
-            ast::Statement::Query(q) => Ok(Statement::Query(binder.query(q)?.build())),
+            ast::Statement::Query(q) => Ok(Statement::Query(self.query(q)?.build())),
             ast::Statement::Explain {
                 statement,
                 analyze,
@@ -65,7 +64,7 @@ impl Binder<'_> {
                     .at(statement.span()));
                 };
                 if *describe_alias == ast::DescribeAlias::Describe {
-                    return Ok(Statement::Describe(binder.query(q)?.schema().clone()));
+                    return Ok(Statement::Describe(self.query(q)?.schema().clone()));
                 }
                 let (mut analyze, mut verbose) = (*analyze, *verbose);
                 let mut format = match format {
@@ -98,13 +97,13 @@ impl Binder<'_> {
                     return Err(SqlError::unsupported("EXPLAIN ANALYZE FORMAT GRAPHVIZ"));
                 }
                 Ok(Statement::Explain {
-                    plan: binder.query(q)?.build(),
+                    plan: self.query(q)?.build(),
                     verbose,
                     analyze,
                     format,
                 })
             }
-            other => binder.statement(other),
+            other => self.statement(other),
         }
     }
 }
