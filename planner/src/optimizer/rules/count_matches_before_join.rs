@@ -235,6 +235,19 @@ fn reads_only(exprs: &[Expr], side: &PlanSchema, other: &PlanSchema) -> bool {
     })
 }
 
+/// The names of `n` count columns.
+fn count_names(n: usize) -> Vec<String> {
+    (0..n).map(|j| format!("__count_{j}")).collect()
+}
+
+/// Whether one of `names` is a column of the grouped input already.
+fn clashes(sides: &Sides, names: &[String]) -> bool {
+    let schema = sides.grouped.schema();
+    names
+        .iter()
+        .any(|n| !schema.positions(&ColumnRef::new(n)).is_empty())
+}
+
 /// The aggregate over the grouped input joined with the counted input's counts per key;
 /// `None` where it would not pay (too few rows per key), the keys are floats, or a name
 /// would clash.
@@ -258,15 +271,8 @@ fn count_first(
     if key_types.contains(&DataType::Float64) {
         return Ok(None);
     }
-    let names: Vec<String> = (0..counts.len()).map(|j| format!("__count_{j}")).collect();
-    let clashes = |n: &String| {
-        !sides
-            .grouped
-            .schema()
-            .positions(&ColumnRef::new(n))
-            .is_empty()
-    };
-    if names.iter().any(clashes) {
+    let names = count_names(counts.len());
+    if clashes(sides, &names) {
         return Ok(None);
     }
     let per_key_counts = counts
@@ -352,15 +358,8 @@ fn count_by_condition(
     schema: &PlanSchema,
 ) -> PlanResult<Option<LogicalPlan>> {
     let rows = "__count_rows".to_string();
-    let names: Vec<String> = (0..counts.len()).map(|j| format!("__count_{j}")).collect();
-    let clashes = |n: &String| {
-        !sides
-            .grouped
-            .schema()
-            .positions(&ColumnRef::new(n))
-            .is_empty()
-    };
-    if names.iter().chain([&rows]).any(clashes) {
+    let names = count_names(counts.len());
+    if clashes(sides, &names) || clashes(sides, std::slice::from_ref(&rows)) {
         return Ok(None);
     }
     let counted = PlanBuilder::from_plan(sides.counted.clone());
