@@ -72,9 +72,9 @@ pub enum PhysExpr {
     /// An elementwise subtree compiled into one program.
     Fused(Box<FusedProgram>),
     /// An operation that can fail on a value (a cast, arithmetic, a function), with its
-    /// text as the plan shows it: an error it raises names it ([`ExecError::InExpression`]),
-    /// and the session finds where it is in the SQL. Transparent otherwise (fusion looks
-    /// through it).
+    /// text (`Expr::located_text`): an error it raises names it
+    /// ([`ExecError::InExpression`]), and the session finds where it is in the SQL.
+    /// Transparent otherwise (fusion looks through it).
     Located {
         expr: Box<PhysExpr>,
         text: std::sync::Arc<str>,
