@@ -97,31 +97,10 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
             aggs,
             // Grouped only: over no rows a global count is 0, the sum of counts NULL.
         )) if !on.is_empty() && !group.is_empty() => {
-            let sides = Sides {
-                grouped: left,
-                counted: right,
-                grouped_is_left: true,
-            };
-            let swapped = Sides {
-                grouped: right,
-                counted: left,
-                grouped_is_left: false,
-            };
-            // An inner join counts the same whichever side it groups.
-            let candidates = match kind {
-                JoinKind::Inner => vec![sides, swapped],
-                _ => vec![sides],
-            };
-            let mut found = None;
-            for s in candidates {
-                let applies = counted(&aggs, s.counted.schema(), s.grouped.schema())
-                    .filter(|_| reads_only(&group, s.grouped.schema(), s.counted.schema()));
-                if let Some(counts) = applies {
-                    found = count_first(&s, *kind, on, &group, &counts, &schema)?;
-                    break;
-                }
+            match applying(*kind, left, right, &aggs, &group) {
+                Some((s, counts)) => count_first(&s, *kind, on, &group, &counts, &schema)?,
+                None => None,
             }
-            found
         }
         Some((
             LogicalPlan::Join {
@@ -135,29 +114,12 @@ fn rewrite(plan: LogicalPlan) -> PlanResult<LogicalPlan> {
             group,
             aggs,
         )) if on.is_empty() && is_range(condition) => {
-            let mut candidates = vec![Sides {
-                grouped: left,
-                counted: right,
-                grouped_is_left: true,
-            }];
-            if *kind == JoinKind::Inner {
-                candidates.push(Sides {
-                    grouped: right,
-                    counted: left,
-                    grouped_is_left: false,
-                });
-            }
-            let mut found = None;
-            for s in candidates {
-                let applies = counted(&aggs, s.counted.schema(), s.grouped.schema()).filter(|_| {
-                    group.is_empty() || reads_only(&group, s.grouped.schema(), s.counted.schema())
-                });
-                if let Some(counts) = applies {
-                    found = count_by_condition(&s, *kind, condition, &group, &counts, &schema)?;
-                    break;
+            match applying(*kind, left, right, &aggs, &group) {
+                Some((s, counts)) => {
+                    count_by_condition(&s, *kind, condition, &group, &counts, &schema)?
                 }
+                None => None,
             }
-            found
         }
         _ => None,
     };
@@ -197,6 +159,37 @@ struct Sides<'a> {
     grouped: &'a LogicalPlan,
     counted: &'a LogicalPlan,
     grouped_is_left: bool,
+}
+
+/// The first way round a join of `left` and `right` can count: the grouped side and what
+/// each call of `aggs` counts, where `group` reads only the grouped side's columns. An
+/// inner join counts the same whichever side it groups; a left join groups its left.
+fn applying<'a>(
+    kind: JoinKind,
+    left: &'a LogicalPlan,
+    right: &'a LogicalPlan,
+    aggs: &[Expr],
+    group: &[Expr],
+) -> Option<(Sides<'a>, Vec<Counted>)> {
+    let mut candidates = vec![Sides {
+        grouped: left,
+        counted: right,
+        grouped_is_left: true,
+    }];
+    if kind == JoinKind::Inner {
+        candidates.push(Sides {
+            grouped: right,
+            counted: left,
+            grouped_is_left: false,
+        });
+    }
+    candidates.into_iter().find_map(|s| {
+        let (g, c) = (s.grouped.schema(), s.counted.schema());
+        let grouped = group.is_empty() || reads_only(group, g, c);
+        counted(aggs, c, g)
+            .filter(|_| grouped)
+            .map(|counts| (s, counts))
+    })
 }
 
 /// What each call of `aggs` counts, when every one is a plain `count(*)` or `count(x)`
