@@ -1,6 +1,7 @@
 //! [`PlanSchema`]: the fields a plan node produces, each with the relation (table or alias) it
 //! belongs to, and name resolution with "did you mean" suggestions.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -214,27 +215,34 @@ impl PlanSchema {
 
     /// The one field `c` names, or every field it names ambiguously (none: not found).
     fn lookup(&self, c: &ColumnRef) -> Result<usize, Vec<usize>> {
-        let all: Vec<usize>;
-        let named: &[usize] = if self.fields.len() <= INDEXED_FROM {
-            all = (0..self.fields.len()).collect();
-            &all
-        } else {
-            let index = self.by_name.get_or_init(|| {
-                let mut m: HashMap<String, Vec<usize>> = HashMap::new();
-                for (i, f) in self.fields.iter().enumerate() {
-                    m.entry(f.name.to_ascii_lowercase()).or_default().push(i);
-                }
-                m
-            });
-            index
-                .get(&c.name.to_ascii_lowercase())
-                .map_or(&[], Vec::as_slice)
+        if self.fields.len() <= INDEXED_FROM {
+            return self.pick(0..self.fields.len(), c);
+        }
+        let index = self.by_name.get_or_init(|| {
+            let mut m: HashMap<String, Vec<usize>> = HashMap::new();
+            for (i, f) in self.fields.iter().enumerate() {
+                m.entry(f.name.to_ascii_lowercase()).or_default().push(i);
+            }
+            m
+        });
+        // Most names are lower case already: no copy to look them up.
+        let lower = match c.name.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => Cow::Owned(c.name.to_ascii_lowercase()),
+            false => Cow::Borrowed(c.name.as_str()),
         };
+        let named = index.get(lower.as_ref()).map_or(&[][..], Vec::as_slice);
+        self.pick(named.iter().copied(), c)
+    }
+
+    /// Of the fields at `named`, the one `c` names exactly, else the one it names ignoring
+    /// case; all of them where it names several.
+    fn pick(
+        &self,
+        named: impl Iterator<Item = usize> + Clone,
+        c: &ColumnRef,
+    ) -> Result<usize, Vec<usize>> {
         for exact in [true, false] {
-            let mut hits = named
-                .iter()
-                .copied()
-                .filter(|&i| self.fields[i].matches(c, exact));
+            let mut hits = named.clone().filter(|&i| self.fields[i].matches(c, exact));
             if let Some(first) = hits.next() {
                 return match hits.next() {
                     None => Ok(first),
@@ -243,6 +251,11 @@ impl PlanSchema {
             }
         }
         Err(Vec::new())
+    }
+
+    /// Whether `c` names at least one field here, maybe ambiguously.
+    pub fn names_any(&self, c: &ColumnRef) -> bool {
+        !matches!(self.lookup(c), Err(all) if all.is_empty())
     }
 
     /// Whether `c` resolves to exactly one field here.

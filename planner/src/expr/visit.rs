@@ -114,6 +114,30 @@ impl Expr {
         out
     }
 
+    /// Calls `f` on every column reference this expression reads, in the order met
+    /// (repeats included): [`Expr::columns`] without copying the names.
+    pub fn for_each_column(&self, mut f: impl FnMut(&ColumnRef)) {
+        self.visit(&mut |e| {
+            if let Expr::Column(c) = e {
+                f(c);
+            }
+        });
+    }
+
+    /// Whether `f` holds for every column this expression reads (true where it reads none).
+    pub fn all_columns(&self, mut f: impl FnMut(&ColumnRef) -> bool) -> bool {
+        let mut all = true;
+        self.for_each_column(|c| all = all && f(c));
+        all
+    }
+
+    /// Whether this expression reads a column.
+    pub fn reads_columns(&self) -> bool {
+        let mut any = false;
+        self.for_each_column(|_| any = true);
+        any
+    }
+
     pub fn contains_window(&self) -> bool {
         let mut found = false;
         self.visit(&mut |e| found |= matches!(e, Expr::Window(_)));

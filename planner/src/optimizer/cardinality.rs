@@ -153,7 +153,8 @@ pub fn join_rows(
 ) -> f64 {
     let (l, r) = (estimate_rows(left), estimate_rows(right));
     let sides = Sides { left, right, l, r };
-    let inner = keyed_join_rows(l, r, !on.is_empty(), sides.key_distinct(on))
+    let keys = on.iter().map(|(a, b)| (a, b));
+    let inner = keyed_join_rows(l, r, !on.is_empty(), sides.key_distinct(keys))
         * filter.map_or(1.0, selectivity);
     match kind {
         JoinKind::Inner => inner,
@@ -164,6 +165,23 @@ pub fn join_rows(
         JoinKind::Anti { .. } => l * (1.0 - sides.semi_fraction(on, filter)).max(ANTI_MIN),
         JoinKind::Mark { .. } | JoinKind::Count => l,
     }
+}
+
+/// The estimated rows of an inner join of `left` and `right` on `keys` whose residual filter
+/// is the conjunction of `filter`: what [`join_rows`] gives for it, for a candidate join
+/// whose keys and filter are not built (a join order search estimates thousands).
+pub fn inner_join_rows<'a>(
+    left: &LogicalPlan,
+    right: &LogicalPlan,
+    keys: impl Iterator<Item = (&'a Expr, &'a Expr)> + Clone,
+    filter: impl Iterator<Item = &'a Expr>,
+) -> f64 {
+    let (l, r) = (estimate_rows(left), estimate_rows(right));
+    let sides = Sides { left, right, l, r };
+    let keyed = keys.clone().next().is_some();
+    // A conjunction's selectivity is its parts' product, in the same order.
+    let kept: f64 = filter.map(selectivity).product();
+    keyed_join_rows(l, r, keyed, sides.key_distinct(keys)) * kept
 }
 
 /// An anti join is taken to keep at least this share of its left rows (when every left key
@@ -180,14 +198,13 @@ struct Sides<'a> {
 
 impl Sides<'_> {
     /// The most selective key's distinct count (the larger of its two sides' counts).
-    fn key_distinct(&self, on: &[(Expr, Expr)]) -> Option<f64> {
-        on.iter()
-            .filter_map(|(l, r)| {
-                let dl = expr_distinct(l, self.left)?;
-                let dr = expr_distinct(r, self.right)?;
-                Some(dl.max(dr))
-            })
-            .reduce(f64::max)
+    fn key_distinct<'a>(&self, on: impl Iterator<Item = (&'a Expr, &'a Expr)>) -> Option<f64> {
+        on.filter_map(|(l, r)| {
+            let dl = expr_distinct(l, self.left)?;
+            let dr = expr_distinct(r, self.right)?;
+            Some(dl.max(dr))
+        })
+        .reduce(f64::max)
     }
 
     /// The share of left rows a semi join keeps: with keys whose distinct counts are known
@@ -231,11 +248,11 @@ pub fn key_distinct(on: &[(Expr, Expr)], left: &LogicalPlan, right: &LogicalPlan
         l: estimate_rows(left),
         r: estimate_rows(right),
     }
-    .key_distinct(on)
+    .key_distinct(on.iter().map(|(a, b)| (a, b)))
 }
 
 /// Distinct values of `e` (a column, or a cast or alias of one) of `plan`'s output.
-fn expr_distinct(e: &Expr, plan: &LogicalPlan) -> Option<f64> {
+pub fn expr_distinct(e: &Expr, plan: &LogicalPlan) -> Option<f64> {
     match e {
         Expr::Column(c) => distinct_values(plan, c),
         Expr::Cast { expr, .. } | Expr::Alias { expr, .. } => expr_distinct(expr, plan),

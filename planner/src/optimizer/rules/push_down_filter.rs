@@ -95,7 +95,7 @@ fn factor_or(e: Expr) -> Vec<Expr> {
 
 /// Whether every column of `e` resolves in `schema`.
 fn resolves(e: &Expr, schema: &PlanSchema) -> bool {
-    e.columns().iter().all(|c| schema.has(c))
+    e.all_columns(|c| schema.has(c))
 }
 
 /// What the OR `p` implies about the rows of one side of a join: in each branch, the
@@ -114,7 +114,7 @@ fn implied_on(p: &Expr, side: &PlanSchema) -> Option<Expr> {
             let own = b
                 .split_conjunction()
                 .into_iter()
-                .filter(|c| !c.columns().is_empty() && resolves(c, side))
+                .filter(|c| c.reads_columns() && resolves(c, side))
                 .collect();
             Expr::conjunction(own)
         })
@@ -323,7 +323,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
                 if let Some(f) = filter.take() {
                     let mut stay = Vec::new();
                     for c in conjuncts(f) {
-                        let has_cols = !c.columns().is_empty();
+                        let has_cols = c.reads_columns();
                         if has_cols && kind == JoinKind::Right && resolves(&c, &ls) {
                             to_left.push(c);
                         } else if has_cols && kind != JoinKind::Right && resolves(&c, &rs) {
@@ -349,7 +349,7 @@ fn push(plan: LogicalPlan, preds: Vec<Expr>) -> PlanResult<LogicalPlan> {
             };
             for p in all {
                 let (in_l, in_r) = (resolves(&p, &ls), resolves(&p, &rs));
-                let has_cols = !p.columns().is_empty();
+                let has_cols = p.reads_columns();
                 if has_cols && in_l && left_ok {
                     to_left.push(p);
                 } else if has_cols && in_r && right_ok {
@@ -437,7 +437,7 @@ fn equi_key(p: &Expr, ls: &PlanSchema, rs: &PlanSchema) -> Option<(Expr, Expr)> 
         return None;
     };
     let (a, b) = (left.as_ref(), right.as_ref());
-    let only = |e: &Expr, s: &PlanSchema| !e.columns().is_empty() && resolves(e, s);
+    let only = |e: &Expr, s: &PlanSchema| e.reads_columns() && resolves(e, s);
     if only(a, ls) && only(b, rs) {
         Some((a.clone(), b.clone()))
     } else if only(a, rs) && only(b, ls) {

@@ -14,7 +14,9 @@
 //! the same steps (smaller side builds, conditions placed where their inputs meet) and
 //! competes with the greedy ones on the same measure.
 
-use super::{join_step, Condition, Links};
+use super::condition::{Condition, Links};
+use super::inputs::InputSet;
+use super::step::Step;
 use crate::optimizer::cardinality::{estimate_rows, key_distinct, memoized, selectivity};
 use crate::plan::LogicalPlan;
 
@@ -104,7 +106,7 @@ fn set_rows(leaves: &[LogicalPlan], conds: &[Condition]) -> Vec<f64> {
         let selectivities: Vec<(usize, f64)> = conds
             .iter()
             .map(|c| {
-                let mask = c.leaves.iter().fold(0usize, |m, &l| m | (1 << l));
+                let mask = c.inputs.low_word() as usize;
                 (mask, condition_selectivity(c, leaves, &input_rows))
             })
             .collect();
@@ -128,16 +130,8 @@ fn set_rows(leaves: &[LogicalPlan], conds: &[Condition]) -> Vec<f64> {
 /// each row of the larger input found one match in the smaller); otherwise its filter
 /// selectivity.
 fn condition_selectivity(c: &Condition, leaves: &[LogicalPlan], rows: &[f64]) -> f64 {
-    if let (true, crate::expr::Expr::Binary { left, right, .. }) = (c.is_link(), &c.expr) {
-        let (p, q) = (c.leaves[0], c.leaves[1]);
-        // Which input each side reads.
-        let schema = |i: usize| leaves[i].schema();
-        let reads = |e: &crate::expr::Expr, i: usize| e.columns().iter().all(|x| schema(i).has(x));
-        let (lp, lq) = match (reads(left, p), reads(right, q)) {
-            (true, true) => (left, right),
-            _ => (right, left),
-        };
-        let pair = [((**lp).clone(), (**lq).clone())];
+    if let (Some((p, q)), Some((a, b))) = (c.link(), c.operands()) {
+        let pair = [(a.clone(), b.clone())];
         return match key_distinct(&pair, &leaves[p], &leaves[q]) {
             Some(d) if d >= 1.0 => 1.0 / d,
             _ => 1.0 / rows[p].min(rows[q]).max(1.0),
@@ -162,19 +156,17 @@ fn build(
         build(half, best, slots, conds)?,
         build(other, best, slots, conds)?,
     );
-    let members = |s: usize| -> Vec<usize> {
-        (0..usize::BITS as usize)
-            .filter(|&i| s & (1 << i) != 0)
-            .collect()
-    };
-    let step = memoized(|| join_step(&a, &members(half), &b, &members(other), conds));
+    let n = slots.len();
+    let members = |s: usize| InputSet::of(n, (0..n).filter(|&i| s & (1 << i) != 0));
+    let (ha, hb) = (members(half), members(other));
+    let step = memoized(|| Step::new(&a, &ha, &b, &hb, conds, 0..conds.len()));
     Some(step.commit(conds, a, b))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{
-        flatten, joined_rows, leaves_of, left_deep, order_tree, pairwise, Condition, ReorderJoins,
+        flatten, joined_rows, left_deep, order_tree, pairwise, Condition, InputNames, ReorderJoins,
     };
     use super::exact;
     use crate::expr::col;
@@ -189,11 +181,7 @@ mod tests {
         let schemas: Vec<_> = leaves.iter().map(LogicalPlan::schema).collect();
         let conds: Vec<Condition> = exprs
             .into_iter()
-            .map(|expr| Condition {
-                leaves: leaves_of(&expr, &schemas).expect("resolves"),
-                expr,
-                placed: false,
-            })
+            .map(|expr| Condition::new(expr, &InputNames::new(&schemas)).expect("resolves"))
             .collect();
         let (deep, _) = left_deep(leaves.clone(), conds.clone()).expect("deep");
         let (bushy, _) = pairwise(leaves.clone(), conds.clone());
