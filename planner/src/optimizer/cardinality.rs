@@ -12,6 +12,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use crate::expr::{BinaryOp, ColumnRef, Expr};
 use morsel_storage::ScalarValue;
 
@@ -40,19 +42,24 @@ pub fn estimate_rows(plan: &LogicalPlan) -> f64 {
     rows
 }
 
+/// A map keyed by plan node addresses: hashed with foldhash, not SipHash (planning a
+/// 64-table join asks these maps hundreds of thousands of times; the keys are not chosen
+/// by anyone who could make them collide).
+type ByAddress<K, V> = HashMap<K, V, FixedState>;
+
 /// Estimates by plan node address, while an outermost estimate runs.
 #[derive(Default)]
 struct Memo {
-    rows: HashMap<usize, f64>,
+    rows: ByAddress<usize, f64>,
     /// Distinct values by (node address, output column).
-    distinct: HashMap<(usize, usize), Option<f64>>,
+    distinct: ByAddress<(usize, usize), Option<f64>>,
 }
 
 thread_local! {
     static MEMO: RefCell<Option<Memo>> = const { RefCell::new(None) };
     /// The nodes of a plan its holder keeps unchanged (see [`with_estimates_of`]), by
     /// address, with their estimates once asked for.
-    static PINNED: RefCell<Option<HashMap<usize, Option<f64>>>> = const { RefCell::new(None) };
+    static PINNED: RefCell<Option<ByAddress<usize, Option<f64>>>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` with the estimates of `root`'s nodes remembered for its whole length: for a
@@ -60,18 +67,18 @@ thread_local! {
 /// builds pipelines and labels every stage). Other plans (temporaries) are estimated as
 /// usual.
 pub fn with_estimates_of<R>(root: &LogicalPlan, f: impl FnOnce() -> R) -> R {
-    fn pin(plan: &LogicalPlan, nodes: &mut HashMap<usize, Option<f64>>) {
+    fn pin(plan: &LogicalPlan, nodes: &mut ByAddress<usize, Option<f64>>) {
         nodes.insert(plan as *const LogicalPlan as usize, None);
         plan.children().into_iter().for_each(|c| pin(c, nodes));
     }
-    struct Restore(Option<HashMap<usize, Option<f64>>>);
+    struct Restore(Option<ByAddress<usize, Option<f64>>>);
     impl Drop for Restore {
         fn drop(&mut self) {
             let outer = self.0.take();
             PINNED.with(|p| *p.borrow_mut() = outer);
         }
     }
-    let mut nodes = HashMap::new();
+    let mut nodes = ByAddress::default();
     pin(root, &mut nodes);
     let _restore = Restore(PINNED.with(|p| p.borrow_mut().replace(nodes)));
     f()
