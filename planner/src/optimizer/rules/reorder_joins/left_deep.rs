@@ -5,6 +5,10 @@
 //! the part's plan, which is rebuilt at every step (re-estimating it made planning cubic
 //! in the inputs times the keys).
 
+use std::collections::HashMap;
+
+use foldhash::fast::FixedState;
+
 use super::condition::{Condition, Links};
 use super::inputs::InputSet;
 use super::step::Step;
@@ -31,15 +35,23 @@ pub(super) fn left_deep(
     // The conditions reading each input: after the first join every condition the joined
     // inputs cover is placed, so a candidate input can place only conditions reading it.
     let mut reading: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut constant = Vec::new();
+    // The conditions a first join may place, by the inputs they read: none, one, or two.
+    let (mut constant, mut alone) = (Vec::new(), vec![Vec::new(); n]);
+    let mut pairs: HashMap<(usize, usize), Vec<usize>, FixedState> = HashMap::default();
     for (i, c) in conds.iter().enumerate() {
         c.inputs.iter().for_each(|l| reading[l].push(i));
-        if c.inputs.is_empty() {
-            constant.push(i);
+        let mut read = c.inputs.iter();
+        match (read.next(), read.next(), read.next()) {
+            (None, ..) => constant.push(i),
+            (Some(a), None, _) => alone[a].push(i),
+            (Some(a), Some(b), None) => pairs.entry((a, b)).or_default().push(i),
+            _ => {}
         }
     }
-    // The conditions a first join of inputs `a` and `b` may place.
-    let pair_conditions = |a: usize, b: usize| union(&union(&reading[a], &reading[b]), &constant);
+    let pair_conditions = |a: usize, b: usize| {
+        let both = pairs.get(&(a, b)).map_or(&[][..], Vec::as_slice);
+        union(&union(&alone[a], &alone[b]), &union(both, &constant))
+    };
     // Each equality side's one input and distinct values there.
     let side_distinct: Vec<[Option<(usize, f64)>; 2]> = memoized(|| {
         conds
