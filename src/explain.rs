@@ -154,7 +154,7 @@ pub(crate) fn explain(
             let (_, profile) = run_profiled(session, plan)?;
             let mut t = String::new();
             if verbose {
-                t.push_str(&plan_text(&optimizer, plan, true)?);
+                t.push_str(&plan_text(&optimizer, plan, true)?.0);
                 t.push('\n');
             }
             t.push_str(&profile_text(&profile));
@@ -182,9 +182,15 @@ pub(crate) fn explain(
 
 /// The optimized plan with each node's estimated rows; with `verbose`, first the plan as
 /// bound and then, for each rule application that changed it, the lines that changed.
-fn plan_text(optimizer: &Optimizer, plan: &LogicalPlan, verbose: bool) -> Result<String> {
+/// The plan is optimized once, and comes back too; the rule trace (each changed plan as
+/// text) is kept only with `verbose`.
+fn plan_text(
+    optimizer: &Optimizer,
+    plan: &LogicalPlan,
+    verbose: bool,
+) -> Result<(String, LogicalPlan)> {
     let mut trace = Vec::new();
-    let optimized = optimizer.optimize(plan.clone(), Some(&mut trace))?;
+    let optimized = optimizer.optimize(plan.clone(), verbose.then_some(&mut trace))?;
     let mut text = String::new();
     if verbose {
         text.push_str("Initial plan:\n");
@@ -217,15 +223,14 @@ fn plan_text(optimizer: &Optimizer, plan: &LogicalPlan, verbose: bool) -> Result
         text.push_str("\nOptimized plan:\n");
     }
     annotate(&optimized, 0, &mut text);
-    Ok(text)
+    Ok((text, optimized))
 }
 
 /// EXPLAIN [VERBOSE] as text: the optimized plan with estimates (after the rule diffs with
 /// `verbose`), then the physical plan.
 pub(crate) fn explain_text(session: &Session, plan: &LogicalPlan, verbose: bool) -> Result<String> {
     let optimizer = session.optimizer()?;
-    let mut text = plan_text(&optimizer, plan, verbose)?;
-    let optimized = optimizer.optimize(plan.clone(), None)?;
+    let (mut text, optimized) = plan_text(&optimizer, plan, verbose)?;
     text.push_str(&pipelines_text(&pipelines(session, &optimized)?));
     Ok(text)
 }
