@@ -25,6 +25,17 @@ impl Expr {
         true
     }
 
+    /// The number of nodes of this expression.
+    pub fn node_count(&self) -> usize {
+        let mut count = 0;
+        let mut stack = vec![self];
+        while let Some(x) = stack.pop() {
+            count += 1;
+            x.for_each_child(|c| stack.push(c));
+        }
+        count
+    }
+
     /// Whether this node is an operation that can fail on a value at run time (arithmetic,
     /// a cast, a function), which a run-time error is reported at.
     pub fn can_fail_on_a_value(&self) -> bool {

@@ -592,6 +592,32 @@ impl Binder<'_> {
         if aggregating {
             // Expressions may read subqueries' columns, joined in after the aggregate.
             let scope = self.pending_scope(&input, pending);
+            // Keys and the expressions over them are matched with every column named in
+            // full (`c` and `t.c` are one column).
+            let qualify = |e: &Expr| {
+                e.clone().replace(&mut |x: &Expr| match x {
+                    Expr::Column(c) => scope
+                        .position(c)
+                        .map(|i| Expr::Column(scope.field(i).column_ref())),
+                    _ => None,
+                })
+            };
+            // A key named twice (`GROUP BY c, t.c`, or a correlation key also grouped by)
+            // is one key: the aggregate's output names each key once. (Found by their
+            // text, then compared whole: GROUP BY lists can be long.)
+            let mut seen: std::collections::HashMap<String, Vec<Expr>> = Default::default();
+            group.retain(|g| {
+                let g = qualify(g);
+                let same = seen.entry(g.to_string()).or_default();
+                let fresh = !same.contains(&g);
+                if fresh {
+                    same.push(g);
+                }
+                fresh
+            });
+            let qualified_group: Vec<Expr> = group.iter().map(qualify).collect();
+            // An expression matches a key only if it has as many nodes.
+            let key_nodes = group.iter().map(Expr::node_count).max().unwrap_or(0);
             let coerce_at = |e: Expr, span: sqlparser::tokenizer::Span| {
                 coerce(e, &scope).map_err(|err| SqlError::from(err).at(span))
             };
@@ -648,7 +674,11 @@ impl Binder<'_> {
             let joined = b.schema().clone();
             let rewrite = |e: Expr| -> Expr {
                 e.replace(&mut |x: &Expr| {
-                    if let Some(i) = group.iter().position(|g| g == x) {
+                    let key = group.iter().position(|g| g == x).or_else(|| {
+                        let q = x.has_at_most_nodes(key_nodes).then(|| qualify(x))?;
+                        qualified_group.iter().position(|g| *g == q)
+                    });
+                    if let Some(i) = key {
                         return Some(Expr::Column(agg_schema.field(i).column_ref()));
                     }
                     aggs.iter()
