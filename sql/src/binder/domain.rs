@@ -87,6 +87,11 @@ impl Domain {
         Some(ColumnRef::new(self.columns[i].1.clone()))
     }
 
+    /// The domain columns' names.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.columns.iter().map(|(_, name)| name.as_str())
+    }
+
     /// The domain columns, as key expressions of the subquery.
     pub(crate) fn keys(&self) -> Vec<Expr> {
         self.columns
@@ -98,8 +103,15 @@ impl Domain {
     /// The join conditions between key column `key` (domain column `j` as the subquery
     /// outputs it) and its outer column: NULL-safe, so an outer NULL finds the domain's NULL.
     pub(crate) fn key_conditions(&self, j: usize, key: Expr) -> Vec<Expr> {
+        let outer = Expr::Column(self.columns[j].0.column_ref());
+        self.same_value(j, key, outer)
+    }
+
+    /// The join conditions saying `a` and `b`, two copies of domain column `j`, hold the
+    /// same value, NULL-safely (as hash keys: the value with NULL filled in, and whether it
+    /// is NULL).
+    pub(crate) fn same_value(&self, j: usize, key: Expr, outer: Expr) -> Vec<Expr> {
         let (f, _) = &self.columns[j];
-        let outer = Expr::Column(f.column_ref());
         if !f.nullable {
             return vec![key.eq(outer)];
         }

@@ -223,7 +223,7 @@ impl Binder<'_> {
             .map(|source| PlanBuilder::scan(text, alias, source)))
     }
 
-    fn table_factor(&self, t: &ast::TableFactor) -> Result<PlanBuilder, SqlError> {
+    pub(crate) fn table_factor(&self, t: &ast::TableFactor) -> Result<PlanBuilder, SqlError> {
         self.table_factor_inner(t).map_err(|e| e.at(t.span()))
     }
 

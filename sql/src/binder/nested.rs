@@ -8,9 +8,11 @@
 //!
 //! - FROM: the domain is the first FROM item, and a derived table or CTE that reads outer
 //!   columns is joined as a LATERAL subquery of the items before it (so of the domain); join
-//!   conditions read the domain columns as ordinary ones. A RIGHT or FULL join would lose
-//!   its unmatched rows' domain values, so with one the domain joins after the whole FROM
-//!   (as for a FROM without nested correlation) and nested outer references are refused.
+//!   conditions read the domain columns as ordinary ones. A RIGHT or FULL join must keep
+//!   its right input's unmatched rows once per outer row: its right input is joined with a
+//!   second copy of the domain first, the two copies are matched NULL-safely in the join
+//!   condition, and the domain columns after it are the first non-NULL of the two (the right
+//!   copy where the left side found no match).
 //! - A set operation distributes over the domain: every branch is bound as a LATERAL
 //!   subquery of the domain (an aggregate branch without GROUP BY gets its row for keys
 //!   without input rows there), outputs the domain columns as keys, and the set operation
@@ -27,14 +29,31 @@ use super::subquery::{key_name, Shape};
 use super::Binder;
 use crate::error::SqlError;
 
-/// Whether a FROM clause has a RIGHT or FULL join (see the module doc).
+/// Whether a FROM clause has a join that cannot be bound over a domain (a right semi or
+/// anti join, or a RIGHT or FULL join with USING or NATURAL): the domain then joins after
+/// the whole FROM, and nested outer references are refused.
 pub(crate) fn has_outer_join(from: &[ast::TableWithJoins]) -> bool {
     use ast::JoinOperator as J;
-    from.iter().flat_map(|t| &t.joins).any(|j| {
-        matches!(
-            j.join_operator,
-            J::Right(_) | J::RightOuter(_) | J::FullOuter(_) | J::RightSemi(_) | J::RightAnti(_)
-        )
+    from.iter()
+        .flat_map(|t| &t.joins)
+        .any(|j| match &j.join_operator {
+            J::RightSemi(_) | J::RightAnti(_) => true,
+            op => right_or_full(op).is_some_and(|(_, on)| on.is_none()),
+        })
+}
+
+/// The kind and ON condition of a RIGHT or FULL join operator (`None` as the condition for
+/// USING or NATURAL); `None` for other operators.
+fn right_or_full(op: &ast::JoinOperator) -> Option<(JoinKind, Option<&ast::Expr>)> {
+    use ast::JoinOperator as J;
+    let (kind, c) = match op {
+        J::Right(c) | J::RightOuter(c) => (JoinKind::Right, c),
+        J::FullOuter(c) => (JoinKind::Full, c),
+        _ => return None,
+    };
+    Some(match c {
+        ast::JoinConstraint::On(e) => (kind, Some(e)),
+        _ => (kind, None),
     })
 }
 
@@ -163,6 +182,12 @@ impl Binder<'_> {
                 }
             };
             for j in &twj.joins {
+                if let Some((kind, Some(on))) = right_or_full(&j.join_operator) {
+                    b = self
+                        .outer_join_over_domain(b, &j.relation, kind, on, domain)
+                        .map_err(|e| e.at(j.span()))?;
+                    continue;
+                }
                 let (kind, on) = inner_or_left(&j.join_operator);
                 let attempt = match kind {
                     Some(kind) if self.correlated_item(&j.relation).is_some() => {
@@ -177,6 +202,78 @@ impl Binder<'_> {
             }
         }
         Ok(b)
+    }
+
+    /// `left` (which holds the domain columns) RIGHT or FULL joined (`kind`) with FROM item
+    /// `t` on `on`, per outer row (see the module doc).
+    fn outer_join_over_domain(
+        &self,
+        left: PlanBuilder,
+        t: &ast::TableFactor,
+        kind: JoinKind,
+        on: &ast::Expr,
+        domain: &Domain,
+    ) -> Result<PlanBuilder, SqlError> {
+        let copy = |name: &str| format!("{name}_r");
+        // The right input over its own copy of the domain (so a LATERAL one reads it).
+        let right =
+            match self.join_correlated_item(domain.placeholder(), t, JoinKind::Inner, None)? {
+                Ok(joined) => joined,
+                Err(base) => match super::from::lateral(t) {
+                    Some((q, alias)) => self.lateral_join(base, q, alias, JoinKind::Inner, None)?,
+                    None => base.join(self.table_factor(t)?, JoinKind::Inner, Vec::new(), None)?,
+                },
+            };
+        let names: Vec<&str> = domain.names().collect();
+        let renamed: Vec<Expr> = right
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| {
+                let c = Expr::Column(f.column_ref());
+                match f.relation.is_none() && names.contains(&f.name.as_str()) {
+                    true => c.alias(copy(&f.name)),
+                    false => c,
+                }
+            })
+            .collect();
+        let right = right.project(renamed)?;
+        let both = left.schema().join(right.schema(), false);
+        let mark = self.pending_mark();
+        let cond = self.expr(on, &both)?;
+        self.refuse_pending_since(
+            mark,
+            "the ON condition of a RIGHT or FULL join in a correlated subquery",
+        )?;
+        let mut conds = vec![cond];
+        for (j, name) in names.iter().enumerate() {
+            let (l, r) = (ColumnRef::new(*name), ColumnRef::new(copy(name)));
+            conds.extend(domain.same_value(j, Expr::Column(l), Expr::Column(r)));
+        }
+        let joined = left.join_on(right, kind, Expr::conjunction(conds))?;
+        // One copy of the domain columns: the left one where the left side matched.
+        let exprs: Vec<Expr> = joined
+            .schema()
+            .fields()
+            .iter()
+            .filter_map(|f| {
+                let c = Expr::Column(f.column_ref());
+                let domain_column = f.relation.is_none() && names.contains(&f.name.as_str());
+                let right_copy = f.relation.is_none() && names.iter().any(|n| copy(n) == f.name);
+                match (domain_column, right_copy) {
+                    (_, true) => None,
+                    (true, _) => Some(
+                        Expr::Function {
+                            func: morsel_planner::ScalarFunc::Coalesce,
+                            args: vec![c, Expr::Column(ColumnRef::new(copy(&f.name)))],
+                        }
+                        .alias(f.name.clone()),
+                    ),
+                    _ => Some(c),
+                }
+            })
+            .collect();
+        Ok(joined.project(exprs)?)
     }
 
     /// The body of subquery `id` bound over `domain` when it is a set operation (see the
