@@ -58,11 +58,13 @@ impl Error {
         match self {
             Error::Exec(ExecError::InExpression {
                 expr,
+                shape,
                 at: None,
                 source,
             }) => Error::Exec(ExecError::InExpression {
-                at: positions.find(&expr),
+                at: positions.find(&expr, &shape),
                 expr,
+                shape,
                 source,
             }),
             other => other,

@@ -36,6 +36,8 @@ pub enum ExecError {
     #[error("{}", in_expression(source, expr, at))]
     InExpression {
         expr: String,
+        /// The operation's text with its columns written `?` (`Expr::located_shape`).
+        shape: String,
         at: Option<(u64, u64)>,
         source: Box<ExecError>,
     },
@@ -61,12 +63,13 @@ impl ExecError {
         )
     }
 
-    /// This error, raised by the operation `text`: named for it, if it is a value error not
+    /// This error, raised by the operation `text` (of shape `shape`): named for it, if it is a value error not
     /// named already (the innermost operation is the one that failed).
-    pub fn in_expression(self, text: &str) -> ExecError {
+    pub fn in_expression(self, text: &str, shape: &str) -> ExecError {
         match self.is_value_error() {
             true => ExecError::InExpression {
                 expr: text.to_string(),
+                shape: shape.to_string(),
                 at: None,
                 source: Box::new(self),
             },

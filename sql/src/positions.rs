@@ -15,7 +15,8 @@ use morsel_planner::Expr;
 /// The positions of a statement's operations, by their text.
 #[derive(Clone, Debug, Default)]
 pub struct ExprPositions {
-    entries: Vec<(String, (u64, u64))>,
+    /// Each operation's text, its shape (`Expr::located_shape`) and position.
+    entries: Vec<(String, String, (u64, u64))>,
 }
 
 impl ExprPositions {
@@ -33,15 +34,23 @@ impl ExprPositions {
     /// column)`.
     pub(crate) fn record(&mut self, e: &Expr, at: (u64, u64)) {
         if at.0 > 0 {
-            self.entries.push((e.located_text(), at));
+            self.entries.push((e.located_text(), e.located_shape(), at));
         }
     }
 
-    /// Where the operation whose text is `text` is, if it was recorded.
-    pub fn find(&self, text: &str) -> Option<(u64, u64)> {
-        self.entries
+    /// Where the operation whose text is `text` is, if it was recorded; else where the one
+    /// operation of its `shape` is (the optimizer renamed its columns), if only one
+    /// position has that shape.
+    pub fn find(&self, text: &str, shape: &str) -> Option<(u64, u64)> {
+        if let Some((.., at)) = self.entries.iter().find(|(t, ..)| t == text) {
+            return Some(*at);
+        }
+        let mut same = self
+            .entries
             .iter()
-            .find(|(t, _)| t == text)
-            .map(|(_, at)| *at)
+            .filter(|(_, s, _)| s == shape)
+            .map(|(.., at)| *at);
+        let first = same.next()?;
+        same.all(|at| at == first).then_some(first)
     }
 }

@@ -78,6 +78,8 @@ pub enum PhysExpr {
     Located {
         expr: Box<PhysExpr>,
         text: std::sync::Arc<str>,
+        /// Its text with columns written `?` (`Expr::located_shape`).
+        shape: std::sync::Arc<str>,
     },
 }
 
@@ -101,6 +103,7 @@ pub fn compile(e: &Expr, schema: &PlanSchema) -> ExecResult<PhysExpr> {
         true => PhysExpr::Located {
             expr: Box::new(p),
             text: e.located_text().into(),
+            shape: e.located_shape().into(),
         },
         false => p,
     })
@@ -247,9 +250,10 @@ impl PhysExpr {
             },
             PhysExpr::Not(x) => PhysExpr::Not(Box::new(f(*x)?)),
             PhysExpr::Negative(x) => PhysExpr::Negative(Box::new(f(*x)?)),
-            PhysExpr::Located { expr, text } => PhysExpr::Located {
+            PhysExpr::Located { expr, text, shape } => PhysExpr::Located {
                 expr: Box::new(f(*expr)?),
                 text,
+                shape,
             },
             PhysExpr::IsNull { expr, negated } => PhysExpr::IsNull {
                 expr: Box::new(f(*expr)?),
@@ -564,8 +568,10 @@ impl PhysExpr {
         }
         let evaluate = |e: &PhysExpr, b: &Batch| e.eval(b, mode);
         Ok(match self {
-            PhysExpr::Located { expr, text } => {
-                return expr.eval(batch, mode).map_err(|e| e.in_expression(text))
+            PhysExpr::Located { expr, text, shape } => {
+                return expr
+                    .eval(batch, mode)
+                    .map_err(|e| e.in_expression(text, shape))
             }
             PhysExpr::Column(i) => batch.column(*i).clone(),
             PhysExpr::Literal { value, ty } => cast::broadcast(value, *ty, rows)?,

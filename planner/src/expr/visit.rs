@@ -59,6 +59,17 @@ impl Expr {
         self.clone().map_children(strip).to_string()
     }
 
+    /// [`Expr::located_text`] with every column written `?`: the same operation after the
+    /// optimizer renamed its columns (a filter pushed below an alias reads the aliased
+    /// input's names) has the same shape.
+    pub fn located_shape(&self) -> String {
+        let anonymous = self.clone().replace(&mut |x: &Expr| match x {
+            Expr::Column(_) => Some(Expr::Column(ColumnRef::new("?"))),
+            _ => None,
+        });
+        anonymous.located_text()
+    }
+
     /// Calls `f` on each direct child, in the order [`Expr::children`] lists them (without
     /// collecting them: the planner visits expressions often).
     pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
