@@ -56,15 +56,14 @@ impl PlanBuilder {
                 .collect::<PlanResult<Vec<_>>>()?;
             for (t, e) in types.iter_mut().zip(&row) {
                 let et = e.data_type(&empty)?;
-                if *t == DataType::Null {
-                    *t = et;
-                } else if et != *t && et != DataType::Null {
-                    return Err(PlanError::mismatch(format!(
+                // Rows meet at their common type, as a UNION's inputs do.
+                *t = crate::expr::common_type(*t, et).ok_or_else(|| {
+                    PlanError::mismatch(format!(
                         "VALUES column has both {} and {}",
                         t.sql_name(),
                         et.sql_name()
-                    )));
-                }
+                    ))
+                })?;
             }
             coerced.push(row);
         }
@@ -447,27 +446,19 @@ impl PlanBuilder {
             {
                 return Ok(p);
             }
+            // By position: the input may name two columns alike.
+            let positional: Vec<String> = (0..s.len()).map(|i| format!("__union{i}")).collect();
             let exprs = s
                 .fields()
                 .iter()
                 .zip(&targets)
-                .enumerate()
-                .map(|(i, (f, t))| {
-                    // By position: names may repeat.
-                    let c = Expr::Column(f.column_ref());
-                    let c = if s.has(&f.column_ref()) {
-                        c
-                    } else {
-                        return Err(PlanError::Invalid(format!(
-                            "UNION input column {} ({}) is ambiguous; alias it",
-                            i + 1,
-                            f.name
-                        )));
-                    };
-                    Ok(if f.data_type == *t { c } else { c.cast(*t) }.alias(f.name.clone()))
+                .zip(&positional)
+                .map(|((f, t), p)| {
+                    let c = Expr::Column(ColumnRef::new(p.clone()));
+                    if f.data_type == *t { c } else { c.cast(*t) }.alias(f.name.clone())
                 })
-                .collect::<PlanResult<Vec<_>>>()?;
-            p.project(exprs)
+                .collect();
+            p.rename_by_position(&positional)?.project(exprs)
         };
         let (this, other) = (conform(self)?, conform(other)?);
         let (a, b) = (this.plan.schema(), other.plan.schema());

@@ -5,6 +5,7 @@ mod builder;
 mod display;
 mod mem_table;
 mod remembered;
+mod rename;
 
 use std::sync::Arc;
 

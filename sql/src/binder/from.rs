@@ -50,42 +50,27 @@ pub(crate) fn rename_columns(
         )));
     }
     if alias.columns.is_empty() {
-        return Ok(b.alias(alias.name.value.clone()));
+        return aliased(b, alias.name.value.clone());
     }
-    // By position: the input's names may repeat, so read each through a unique name first.
-    let tmp: Vec<Expr> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let c = Expr::Column(f.column_ref());
-            if schema.has(&f.column_ref()) {
-                Ok(c.alias(format!("__col{i}")))
-            } else {
-                Err(SqlError::invalid(format!(
-                    "column {} of {} is ambiguous ({}); alias it",
-                    i + 1,
-                    alias.name.value,
-                    f.name
-                )))
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    let names: Vec<Expr> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let name = alias
-                .columns
-                .get(i)
-                .map_or_else(|| f.name.clone(), |c| c.name.value.clone());
-            Expr::Column(morsel_planner::ColumnRef::new(format!("__col{i}"))).alias(name)
-        })
-        .collect();
-    Ok(b.project(tmp)?
-        .project(names)?
-        .alias(alias.name.value.clone()))
+    let mut names: Vec<String> = b.schema().fields().iter().map(|f| f.name.clone()).collect();
+    for (name, c) in names.iter_mut().zip(&alias.columns) {
+        *name = c.name.value.clone();
+    }
+    let b = b.rename_by_position(&names)?;
+    aliased(b, alias.name.value.clone())
+}
+
+/// `b` under the relation name `alias`, its columns first named apart where two share a
+/// name (`k, k` becomes `k, k_1`, as DuckDB names them), so that each can be read.
+pub(crate) fn aliased(b: PlanBuilder, alias: String) -> Result<PlanBuilder, SqlError> {
+    let b = match b.names_unique() {
+        true => b,
+        false => {
+            let names = b.unique_output_names();
+            b.rename_by_position(&names)?
+        }
+    };
+    Ok(b.alias(alias))
 }
 
 /// The subquery and alias of a `LATERAL (subquery) alias` FROM item.
@@ -187,13 +172,17 @@ impl Binder<'_> {
             .iter()
             .rev()
             .find(|c| c.name.eq_ignore_ascii_case(text))
-            .map(|c| (c.query.clone(), c.visible));
-        if let Some((query, visible)) = cte {
+            .map(|c| (c.query.clone(), c.alias.clone(), c.visible));
+        if let Some((query, names, visible)) = cte {
             // Bound with only the CTEs before it in scope.
             let later = self.ctes.borrow_mut().split_off(visible);
             let bound = self.query(&query);
             self.ctes.borrow_mut().extend(later);
-            return Ok(Some(bound?.alias(alias)));
+            let bound = match names.columns.is_empty() {
+                true => bound?,
+                false => rename_columns(bound?, &names).map_err(|e| e.at(names.name.span))?,
+            };
+            return Ok(Some(aliased(bound, alias)?));
         }
         if self.checking_view.get() {
             if let Some(schema) = self.catalog.view_schema(text) {
@@ -215,7 +204,7 @@ impl Binder<'_> {
             let bound = self.query(&query);
             *self.ctes.borrow_mut() = ctes;
             self.views.borrow_mut().pop();
-            return Ok(Some(bound?.alias(alias)));
+            return Ok(Some(aliased(bound?, alias)?));
         }
         Ok(self
             .catalog
@@ -271,7 +260,7 @@ impl Binder<'_> {
                 let b = self.query(subquery)?;
                 match alias {
                     Some(a) => rename_columns(b, a),
-                    None => Ok(b.alias("unnamed_subquery")),
+                    None => aliased(b, "unnamed_subquery".into()),
                 }
             }
             ast::TableFactor::NestedJoin {

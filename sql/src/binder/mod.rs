@@ -9,6 +9,7 @@ mod lateral;
 mod nested;
 mod quantified;
 mod query;
+mod star;
 mod statement;
 mod subquery;
 mod types;
@@ -132,6 +133,8 @@ fn statement_kind(stmt: &ast::Statement) -> String {
 /// CTEs before it (the first `visible` in scope) visible to it.
 pub(crate) struct Cte {
     name: String,
+    /// `name(a, b, ...)`: the names its first columns take.
+    alias: sqlparser::ast::TableAlias,
     query: Box<ast::Query>,
     visible: usize,
 }

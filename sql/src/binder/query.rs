@@ -44,15 +44,10 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported("WITH RECURSIVE").at(q.span()));
             }
             for cte in &with.cte_tables {
-                if !cte.alias.columns.is_empty() {
-                    return Err(
-                        SqlError::unsupported("column names on a common table expression")
-                            .at(cte.alias.name.span),
-                    );
-                }
                 let visible = self.ctes.borrow().len();
                 self.ctes.borrow_mut().push(super::Cte {
                     name: cte.alias.name.value.clone(),
+                    alias: cte.alias.clone(),
                     query: cte.query.clone(),
                     visible,
                 });
@@ -64,25 +59,47 @@ impl Binder<'_> {
     }
 
     fn query_body(&self, q: &ast::Query) -> Result<PlanBuilder, SqlError> {
-        let order = match &q.order_by {
-            None => Vec::new(),
+        // `ORDER BY ALL`: every output column, left to right, each in the direction given.
+        let (order, order_all) = match &q.order_by {
+            None => (Vec::new(), None),
             Some(ob) => match &ob.kind {
-                ast::OrderByKind::Expressions(list) => list.clone(),
-                ast::OrderByKind::All(_) => {
-                    return Err(SqlError::unsupported("ORDER BY ALL").at(ob.span()))
-                }
+                ast::OrderByKind::Expressions(list) => (list.clone(), None),
+                ast::OrderByKind::All(options) => (Vec::new(), Some(options)),
             },
         };
         if let Some((id, domain)) = self.set_body_domain(q) {
+            if order_all.is_some() {
+                return Err(
+                    SqlError::unsupported("ORDER BY ALL in a correlated set operation")
+                        .at(q.span()),
+                );
+            }
             // A correlated set operation bound over a domain takes its LIMIT per key.
             self.mark_limit_taken();
             return self.set_over_domain(id, q, &domain, &order);
         }
         let mut b = match q.body.as_ref() {
-            ast::SetExpr::Select(s) => self.select(s, &order)?,
+            ast::SetExpr::Select(s) => self.select_ordered(s, &order, order_all)?,
             body => {
                 let b = self.set_expr(body)?;
-                if order.is_empty() {
+                if let Some(options) = order_all {
+                    let out = b.schema().clone();
+                    let keys = (0..out.len())
+                        .map(|i| {
+                            let key = Expr::Column(out.field(i).column_ref());
+                            if !out.has(&out.field(i).column_ref()) {
+                                return Err(SqlError::invalid(format!(
+                                    "ORDER BY ALL: output column {} ({}) is ambiguous; alias it",
+                                    i + 1,
+                                    out.field(i).name
+                                ))
+                                .at(q.span()));
+                            }
+                            Ok(sort_with(key, options))
+                        })
+                        .collect::<Result<Vec<_>, SqlError>>()?;
+                    b.sort(keys)?
+                } else if order.is_empty() {
                     b
                 } else {
                     let out = b.schema().clone();
@@ -276,6 +293,17 @@ impl Binder<'_> {
         s: &ast::Select,
         order: &[ast::OrderByExpr],
     ) -> Result<PlanBuilder, SqlError> {
+        self.select_ordered(s, order, None)
+    }
+
+    /// A SELECT block ordered by `order`, or by every output column with `order_all`
+    /// (`ORDER BY ALL`, with its direction and NULLS placement).
+    fn select_ordered(
+        &self,
+        s: &ast::Select,
+        order: &[ast::OrderByExpr],
+        order_all: Option<&ast::OrderByOptions>,
+    ) -> Result<PlanBuilder, SqlError> {
         if s.top.is_some()
             || s.into.is_some()
             || !s.lateral_views.is_empty()
@@ -397,7 +425,13 @@ impl Binder<'_> {
 
         // The select list, bound against the FROM scope: (expression, its syntax).
         let mut items: Vec<Item> = Vec::new();
-        for item in &s.projection {
+        // `FROM t` alone (DuckDB's FROM-first form) selects every column.
+        let every = [ast::SelectItem::Wildcard(Default::default())];
+        let projection = match s.projection.is_empty() {
+            true => &every[..],
+            false => &s.projection[..],
+        };
+        for item in projection {
             match item {
                 ast::SelectItem::UnnamedExpr(e) => {
                     let mut expr = self.expr(e, &input)?;
@@ -412,8 +446,20 @@ impl Binder<'_> {
                             _ => None,
                         };
                         expr = expr.alias(column.unwrap_or_else(|| e.to_string()));
-                    } else if name.contains("__sq") {
-                        expr = expr.alias(e.to_string());
+                    } else if !matches!(
+                        e,
+                        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+                    ) {
+                        // Named as the user wrote it (`sum(b)`, not the coerced
+                        // `sum(CAST(b AS BIGINT))`), as DuckDB does.
+                        let mut written = e;
+                        while let ast::Expr::Nested(inner) = written {
+                            written = inner;
+                        }
+                        let text = written.to_string();
+                        if text != name {
+                            expr = expr.alias(text);
+                        }
                     }
                     items.push(Item {
                         expr,
@@ -427,17 +473,16 @@ impl Binder<'_> {
                     span: expr.span(),
                 }),
                 ast::SelectItem::Wildcard(opts) => {
-                    reject_wildcard_options(opts, item)?;
-                    for f in star_scope.fields() {
+                    let fields: Vec<_> = star_scope.fields().iter().collect();
+                    for expr in self.star_columns(&fields, opts, &input, item)? {
                         items.push(Item {
-                            expr: Expr::Column(f.column_ref()),
+                            expr,
                             syntax: None,
                             span: item.span(),
                         });
                     }
                 }
                 ast::SelectItem::QualifiedWildcard(kind, opts) => {
-                    reject_wildcard_options(opts, item)?;
                     let rel = match kind {
                         // `"T".*` names the relation T (the quotes are not part of it).
                         ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
@@ -462,9 +507,9 @@ impl Binder<'_> {
                         return Err(SqlError::invalid(format!("no table named {rel} in FROM"))
                             .at(item.span()));
                     }
-                    for f in fields {
+                    for expr in self.star_columns(&fields, opts, &input, item)? {
                         items.push(Item {
-                            expr: Expr::Column(f.column_ref()),
+                            expr,
                             syntax: None,
                             span: item.span(),
                         });
@@ -535,8 +580,24 @@ impl Binder<'_> {
                     group.push(coerce(e, &scope).map_err(|err| SqlError::from(err).at(g.span()))?);
                 }
             }
-            ast::GroupByExpr::All(_) => {
-                return Err(SqlError::unsupported("GROUP BY ALL").at(s.span()))
+            ast::GroupByExpr::All(modifiers) => {
+                if !modifiers.is_empty() {
+                    return Err(
+                        SqlError::unsupported("GROUP BY modifiers (ROLLUP, CUBE, ...)")
+                            .at(s.span()),
+                    );
+                }
+                // Every select-list expression without an aggregate (or a window, which
+                // runs after grouping) is a key, as in DuckDB; so are none that read no
+                // column (`SELECT 1, count(*) ... GROUP BY ALL` is one row over no rows).
+                let scope = self.pending_scope(&input, pending);
+                for it in &items[..visible_items] {
+                    let e = it.expr.clone().unalias();
+                    if e.contains_aggregate() || e.contains_window() || e.columns().is_empty() {
+                        continue;
+                    }
+                    group.push(coerce(e, &scope).map_err(|err| SqlError::from(err).at(it.span))?);
+                }
             }
         }
         // HAVING may name a select-list alias (as in DuckDB) where the input has no such
@@ -560,6 +621,20 @@ impl Binder<'_> {
         let having = having.transpose()?;
 
         // ORDER BY keys that name output columns; the rest are bound against the input.
+        let every_output: Vec<ast::OrderByExpr>;
+        let order = match order_all {
+            None => order,
+            Some(options) => {
+                every_output = (1..=visible_items)
+                    .map(|k| ast::OrderByExpr {
+                        expr: ast::Expr::value(ast::Value::Number(k.to_string(), false)),
+                        options: options.clone(),
+                        with_fill: None,
+                    })
+                    .collect();
+                &every_output
+            }
+        };
         let mut order_keys = Vec::with_capacity(order.len());
         for o in order {
             order_keys.push(match self.output_key(&o.expr, &out_names, &items)? {
@@ -930,24 +1005,14 @@ impl Binder<'_> {
 }
 
 pub(crate) fn sort_expr(e: Expr, o: &ast::OrderByExpr) -> SortExpr {
-    let asc = !matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-    // DuckDB's default: NULLS LAST in both directions.
-    let nulls_first = o.options.nulls_first.unwrap_or(false);
-    e.sort(asc, nulls_first)
+    sort_with(e, &o.options)
 }
 
-fn reject_wildcard_options(
-    opts: &ast::WildcardAdditionalOptions,
-    item: &ast::SelectItem,
-) -> Result<(), SqlError> {
-    if opts.opt_exclude.is_some()
-        || opts.opt_except.is_some()
-        || opts.opt_replace.is_some()
-        || opts.opt_rename.is_some()
-    {
-        return Err(SqlError::unsupported("* EXCLUDE / EXCEPT / REPLACE / RENAME").at(item.span()));
-    }
-    Ok(())
+fn sort_with(e: Expr, options: &ast::OrderByOptions) -> SortExpr {
+    let asc = !matches!(options.sort, Some(ast::OrderBySort::Desc));
+    // DuckDB's default: NULLS LAST in both directions.
+    let nulls_first = options.nulls_first.unwrap_or(false);
+    e.sort(asc, nulls_first)
 }
 
 /// The conjuncts of a WHERE clause, through parentheses.
@@ -1177,13 +1242,9 @@ fn set_difference(
     let col = |n: &str| Expr::Column(ColumnRef::new(n));
     // Each side: positional names, the duplicate number (ALL), and which side it is.
     let side = |b: PlanBuilder, tag: i32| -> Result<PlanBuilder, SqlError> {
-        let schema = b.schema().clone();
-        let mut exprs: Vec<Expr> = schema
-            .fields()
-            .iter()
-            .zip(&cols)
-            .map(|(f, c)| Expr::Column(f.column_ref()).alias(c.clone()))
-            .collect();
+        // By position: the input may name two columns alike.
+        let b = b.rename_by_position(&cols)?;
+        let mut exprs: Vec<Expr> = cols.iter().map(|c| col(c)).collect();
         exprs.push(Expr::Literal(ScalarValue::Int32(tag)).alias("__side"));
         let mut b = b.project(exprs)?;
         if all {
