@@ -457,7 +457,10 @@ impl Binder<'_> {
                             written = inner;
                         }
                         let text = written.to_string();
-                        if text != name {
+                        // The name it would have once its operands are cast: where that
+                        // cannot be known yet (it reads a subquery's value), alias it.
+                        let coerced = coerce(expr.clone(), &input).ok().map(|c| c.output_name());
+                        if coerced.as_deref() != Some(text.as_str()) {
                             expr = expr.alias(text);
                         }
                     }
