@@ -14,7 +14,7 @@ pub enum ExecError {
     Storage(StorageError),
     #[error(transparent)]
     Plan(#[from] PlanError),
-    #[error("{ty} overflow in {op}")]
+    #[error("{} overflow in {op}", .ty.sql_name())]
     Overflow { op: &'static str, ty: DataType },
     #[error("division by zero in {op}")]
     DivisionByZero { op: &'static str },
