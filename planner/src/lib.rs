@@ -17,8 +17,8 @@ pub mod schema;
 
 pub use error::{PlanError, PlanResult};
 pub use expr::{
-    col, lit, lit_date, AggFunc, BinaryOp, ColumnRef, Expr, FrameBound, FrameUnits, ScalarFunc,
-    SortExpr, WindowExpr, WindowFrame, WindowFunc,
+    col, lit, lit_date, AggFunc, BinaryOp, ColumnRef, Expr, FrameBound, FrameUnits, MathFunc,
+    ScalarFunc, SortExpr, WindowExpr, WindowFrame, WindowFunc,
 };
 pub use optimizer::{memory_scan_filter_order, Optimizer, OptimizerRule, RuleTrace};
 pub use plan::{CsvFiles, JoinKind, LogicalPlan, MemTable, PlanBuilder, Scan, TableSource};

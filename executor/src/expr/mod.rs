@@ -12,7 +12,7 @@ use self::fused::FusedProgram;
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::{
-    arith, boolean, cast, compare, int64_arg, math, select, string, temporal, text,
+    arith, boolean, cast, compare, int64_arg, math, regex, select, string, temporal, text,
 };
 use morsel_storage::like::LikeMatcher;
 
@@ -694,6 +694,9 @@ fn eval_function(
         }
         Lower => string::lower(string::as_utf8(&args[0])?),
         Upper => string::upper(string::as_utf8(&args[0])?),
+        Trim | Ltrim | Rtrim if args.len() == 2 => {
+            text::trim_chars(&args[0], &args[1], func != Rtrim, func != Ltrim)?
+        }
         Trim => string::trim(string::as_utf8(&args[0])?),
         Length => string::length(string::as_utf8(&args[0])?),
         Substring => string::substring(
@@ -724,7 +727,24 @@ fn eval_function(
         Left | Right => text::left_right(&args[0], &args[1], func == Right)?,
         Position => text::position(&args[0], &args[1])?,
         StartsWith => text::starts_with(&args[0], &args[1])?,
-        RegexpMatches => text::regexp_matches(&args[0], &args[1])?,
+        RegexpMatches => regex::regexp_matches(&args[0], &args[1], args.get(2))?,
+        RegexpReplace => regex::regexp_replace(&args[0], &args[1], &args[2], args.get(3))?,
+        RegexpExtract => regex::regexp_extract(&args[0], &args[1], args.get(2))?,
+        EndsWith => text::ends_with(&args[0], &args[1])?,
+        Contains => text::contains(&args[0], &args[1])?,
+        Lpad | Rpad => text::pad(&args[0], &args[1], &args[2], func == Rpad)?,
+        Repeat => text::repeat(&args[0], &args[1])?,
+        Reverse => text::reverse(&args[0])?,
+        Ascii => text::ascii(&args[0])?,
+        Chr => text::chr(&args[0])?,
+        OctetLength => text::octet_length(&args[0])?,
+        ConcatWs => text::concat_ws(args)?,
+        Sign => math::sign(&args[0])?,
+        Trunc => math::trunc(&args[0])?,
+        Gcd | Lcm => math::gcd_lcm(&args[0], &args[1], func == Lcm)?,
+        Atan2 => math::atan2(&args[0], &args[1])?,
+        Math(m) => math::float_unary(m, &args[0])?,
+        IsNan | IsInf | IsFinite => math::float_test(func, &args[0])?,
         Concat => text::concat(args)?,
         TryCast(to) => cast::try_cast(&args[0], to)?,
         Greatest | Least => {

@@ -1,7 +1,8 @@
-//! Numeric functions: ABS, ROUND, FLOOR, CEIL, SQRT, LN, LOG10, EXP, POWER.
+//! Numeric functions: ABS, ROUND, FLOOR, CEIL, SQRT, LN, LOG10, EXP, POWER, SIGN, TRUNC,
+//! GCD, LCM, ATAN2, the DOUBLE functions of [`MathFunc`] and the NaN / infinity tests.
 
-use morsel_planner::ScalarFunc;
-use morsel_storage::{Buffer, Column, DataType, NativeType, PrimitiveColumn};
+use morsel_planner::{MathFunc, ScalarFunc};
+use morsel_storage::{BooleanColumn, Buffer, Column, DataType, NativeType, PrimitiveColumn};
 
 use crate::error::{ExecError, ExecResult};
 
@@ -157,9 +158,148 @@ pub fn power(a: &Column, b: &Column) -> ExecResult<Column> {
     }
 }
 
+/// A DOUBLE function of one DOUBLE, NULL where the input is.
+pub fn float_unary(func: MathFunc, c: &Column) -> ExecResult<Column> {
+    match c {
+        Column::Float64(x) => Ok(map_f64(x, |v| func.apply(v))),
+        other => Err(ExecError::Internal(format!(
+            "{}() on {}",
+            func.name(),
+            other.data_type()
+        ))),
+    }
+}
+
+/// `atan2(y, x)`.
+pub fn atan2(y: &Column, x: &Column) -> ExecResult<Column> {
+    match (y, x) {
+        (Column::Float64(a), Column::Float64(b)) => {
+            let values = (0..a.len())
+                .map(|i| a.values()[i].atan2(b.values()[i]))
+                .collect();
+            let validity = crate::kernels::and_validity(a.validity(), b.validity());
+            Ok(Column::Float64(PrimitiveColumn::new(
+                Buffer::from_vec(values),
+                validity,
+            )))
+        }
+        _ => Err(ExecError::Internal(format!(
+            "atan2() on {} and {}",
+            y.data_type(),
+            x.data_type()
+        ))),
+    }
+}
+
+/// `isnan`, `isinf` and `isfinite` over a DOUBLE column.
+pub fn float_test(func: ScalarFunc, c: &Column) -> ExecResult<Column> {
+    let Column::Float64(x) = c else {
+        return Err(ExecError::Internal(format!(
+            "{}() on {}",
+            func.name(),
+            c.data_type()
+        )));
+    };
+    let test: fn(f64) -> bool = match func {
+        ScalarFunc::IsNan => f64::is_nan,
+        ScalarFunc::IsInf => f64::is_infinite,
+        _ => f64::is_finite,
+    };
+    Ok(Column::Boolean(BooleanColumn::from_options(
+        (0..x.len()).map(|i| x.is_valid(i).then(|| test(x.values()[i]))),
+    )))
+}
+
+/// `sign(x)`: -1, 0 or 1 as an INTEGER; 0 for NaN and for -0.0, as in DuckDB.
+pub fn sign(c: &Column) -> ExecResult<Column> {
+    fn of<T: NativeType>(x: &PrimitiveColumn<T>, f: impl Fn(T) -> i32) -> Column {
+        Column::Int32(PrimitiveColumn::new(
+            Buffer::from_vec(x.values().iter().map(|v| f(*v)).collect()),
+            x.validity().cloned(),
+        ))
+    }
+    Ok(match c {
+        Column::Int32(x) => of(x, i32::signum),
+        Column::Int64(x) => of(x, |v| v.signum() as i32),
+        Column::Float64(x) => of(x, |v| match v {
+            v if v > 0.0 => 1,
+            v if v < 0.0 => -1,
+            _ => 0,
+        }),
+        other => {
+            return Err(ExecError::Internal(format!(
+                "sign() on {}",
+                other.data_type()
+            )))
+        }
+    })
+}
+
+/// `trunc(x)`: toward zero; integers are already whole.
+pub fn trunc(c: &Column) -> ExecResult<Column> {
+    Ok(match c {
+        Column::Float64(x) => map_f64(x, f64::trunc),
+        Column::Int32(_) | Column::Int64(_) => c.clone(),
+        other => {
+            return Err(ExecError::Internal(format!(
+                "trunc() on {}",
+                other.data_type()
+            )))
+        }
+    })
+}
+
+fn gcd_u64(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// `gcd(a, b)` (`lcm` with `lcm`) over BIGINTs. Both are non-negative; a result that does
+/// not fit a BIGINT (`gcd(i64::MIN, 0)`, a large `lcm`) is an overflow.
+pub fn gcd_lcm(a: &Column, b: &Column, lcm: bool) -> ExecResult<Column> {
+    let (x, y) = (crate::kernels::int64_arg(a)?, crate::kernels::int64_arg(b)?);
+    let validity = crate::kernels::and_validity(x.validity(), y.validity());
+    let op = if lcm { "lcm" } else { "gcd" };
+    let mut out = Vec::with_capacity(x.len());
+    for i in 0..x.len() {
+        if !validity.as_ref().is_none_or(|v| v.get(i)) {
+            out.push(0);
+            continue;
+        }
+        let (p, q) = (x.values()[i].unsigned_abs(), y.values()[i].unsigned_abs());
+        let g = gcd_u64(p, q);
+        let r = match lcm {
+            false => Some(g),
+            true if g == 0 => Some(0),
+            true => (p / g).checked_mul(q),
+        };
+        out.push(
+            r.and_then(|r| i64::try_from(r).ok())
+                .ok_or(ExecError::Overflow {
+                    op,
+                    ty: DataType::Int64,
+                })?,
+        );
+    }
+    Ok(Column::Int64(PrimitiveColumn::new(
+        Buffer::from_vec(out),
+        validity,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::round_f64;
+
+    #[test]
+    fn gcd_of_extremes() {
+        assert_eq!(super::gcd_u64(12, 18), 6);
+        assert_eq!(super::gcd_u64(0, 0), 0);
+        assert_eq!(super::gcd_u64(0, 7), 7);
+        assert_eq!(super::gcd_u64(i64::MIN.unsigned_abs(), 6), 2);
+    }
 
     #[test]
     fn rounds_half_away_from_zero() {

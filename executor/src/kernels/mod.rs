@@ -8,6 +8,7 @@ pub mod cast;
 pub mod compare;
 pub mod math;
 pub mod reduce;
+pub mod regex;
 pub mod select;
 pub mod string;
 pub mod temporal;

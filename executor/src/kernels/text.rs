@@ -1,11 +1,10 @@
 //! String functions of several arguments: replace, split_part, left/right, position,
-//! starts_with, concat, ltrim/rtrim and regexp_matches. Positions and lengths count
-//! characters, like DuckDB. A NULL argument gives NULL, except in `concat`, which skips it.
-
-use std::collections::HashMap;
+//! starts_with / ends_with / contains, concat / concat_ws, ltrim/rtrim (of spaces or of a
+//! set of characters), lpad/rpad, repeat, reverse, ascii/chr and strlen. Positions and
+//! lengths count characters, like DuckDB. A NULL argument gives NULL, except in `concat`
+//! and `concat_ws`, which skip NULL values.
 
 use morsel_storage::{BooleanColumn, Buffer, Column, PrimitiveColumn, Utf8Builder, Utf8Column};
-use regex::Regex;
 
 use super::int64_arg;
 use super::string::{as_utf8, map_str};
@@ -35,6 +34,27 @@ pub fn ltrim(c: &Column) -> ExecResult<Column> {
 pub fn rtrim(c: &Column) -> ExecResult<Column> {
     Ok(map_str(as_utf8(c)?, |s, out| {
         out.push_str(s.trim_end_matches(' '))
+    }))
+}
+
+/// `trim(s, chars)` (`ltrim`, `rtrim` with one side): drops the characters of `chars` from
+/// the ends of `s`.
+pub fn trim_chars(s: &Column, chars: &Column, left: bool, right: bool) -> ExecResult<Column> {
+    let (s, chars) = (as_utf8(s)?, as_utf8(chars)?);
+    Ok(rows_to_utf8(s.len(), |i, out| {
+        let (Some(x), Some(set)) = (s.get(i), chars.get(i)) else {
+            return false;
+        };
+        let drop = |c: char| set.contains(c);
+        let mut t = x;
+        if left {
+            t = t.trim_start_matches(drop);
+        }
+        if right {
+            t = t.trim_end_matches(drop);
+        }
+        out.push_str(t);
+        true
     }))
 }
 
@@ -144,29 +164,152 @@ pub fn starts_with(s: &Column, prefix: &Column) -> ExecResult<Column> {
     predicate2(s, prefix, |x, p| Ok(x.starts_with(p)))
 }
 
-/// `regexp_matches(s, pattern)`: whether `pattern` matches anywhere in `s`. Each distinct
-/// pattern is compiled once per batch.
-pub fn regexp_matches(s: &Column, pattern: &Column) -> ExecResult<Column> {
-    let mut compiled: HashMap<String, Regex> = HashMap::new();
-    let mut get = |p: &str| -> ExecResult<Regex> {
-        if let Some(r) = compiled.get(p) {
-            return Ok(r.clone());
+pub fn ends_with(s: &Column, suffix: &Column) -> ExecResult<Column> {
+    predicate2(s, suffix, |x, p| Ok(x.ends_with(p)))
+}
+
+pub fn contains(s: &Column, needle: &Column) -> ExecResult<Column> {
+    predicate2(s, needle, |x, p| Ok(x.contains(p)))
+}
+
+/// The most bytes one string value may hold, as in DuckDB: a result longer than this (from
+/// `repeat` or the pads) is an error rather than an allocation the process cannot survive.
+const MAX_STRING_BYTES: usize = 1 << 32;
+
+fn too_long(func: &str) -> ExecError {
+    ExecError::InvalidArgument(format!(
+        "{func}() would build a string of more than {MAX_STRING_BYTES} bytes"
+    ))
+}
+
+/// `lpad(s, n, pad)` (`rpad` with `right`): `s` cut to n characters, or filled to n with
+/// copies of `pad` on that side; an empty `pad` that would have to fill is an error.
+pub fn pad(s: &Column, n: &Column, fill: &Column, right: bool) -> ExecResult<Column> {
+    let (s, n, fill) = (as_utf8(s)?, int64_arg(n)?, as_utf8(fill)?);
+    let func = if right { "rpad" } else { "lpad" };
+    let mut failed = None;
+    let out = rows_to_utf8(s.len(), |i, out| {
+        let (Some(x), Some(k), Some(p)) = (s.get(i), n.get(i), fill.get(i)) else {
+            return false;
+        };
+        let want = usize::try_from(k.max(0)).unwrap_or(usize::MAX);
+        let len = x.chars().count();
+        if want <= len {
+            out.extend(x.chars().take(want));
+            return true;
         }
-        let r = Regex::new(p).map_err(|e| {
-            ExecError::InvalidArgument(format!("invalid regular expression {p:?}: {e}"))
-        })?;
-        compiled.insert(p.to_string(), r.clone());
-        Ok(r)
-    };
-    let (sc, pc) = (as_utf8(s)?, as_utf8(pattern)?);
-    let mut out = Vec::with_capacity(sc.len());
-    for i in 0..sc.len() {
-        out.push(match (sc.get(i), pc.get(i)) {
-            (Some(x), Some(p)) => Some(get(p)?.is_match(x)),
-            _ => None,
-        });
+        let missing = want - len;
+        let bytes = p.len().saturating_mul(missing);
+        if p.is_empty() || bytes.saturating_add(x.len()) > MAX_STRING_BYTES {
+            failed = Some(match p.is_empty() {
+                true => ExecError::InvalidArgument(format!(
+                    "{func}() has no padding characters to fill with"
+                )),
+                false => too_long(func),
+            });
+            return false;
+        }
+        if right {
+            out.push_str(x);
+        }
+        out.extend(p.chars().cycle().take(missing));
+        if !right {
+            out.push_str(x);
+        }
+        true
+    });
+    failed.map_or(Ok(out), Err)
+}
+
+/// `repeat(s, n)`: '' for n <= 0.
+pub fn repeat(s: &Column, n: &Column) -> ExecResult<Column> {
+    let (s, n) = (as_utf8(s)?, int64_arg(n)?);
+    let mut failed = false;
+    let out = rows_to_utf8(s.len(), |i, out| {
+        let (Some(x), Some(k)) = (s.get(i), n.get(i)) else {
+            return false;
+        };
+        let k = usize::try_from(k.max(0)).unwrap_or(usize::MAX);
+        if x.len().saturating_mul(k) > MAX_STRING_BYTES {
+            failed = true;
+            return false;
+        }
+        for _ in 0..k {
+            out.push_str(x);
+        }
+        true
+    });
+    match failed {
+        true => Err(too_long("repeat")),
+        false => Ok(out),
     }
-    Ok(Column::Boolean(BooleanColumn::from_options(out)))
+}
+
+pub fn reverse(c: &Column) -> ExecResult<Column> {
+    Ok(map_str(as_utf8(c)?, |s, out| out.extend(s.chars().rev())))
+}
+
+/// `ascii(s)`: the code point of the first character; 0 for ''.
+pub fn ascii(c: &Column) -> ExecResult<Column> {
+    let c = as_utf8(c)?;
+    Ok(Column::Int64(PrimitiveColumn::from_options(
+        (0..c.len()).map(|i| c.get(i).map(|s| s.chars().next().map_or(0, |ch| ch as i64))),
+    )))
+}
+
+/// `strlen(s)`: the length in bytes.
+pub fn octet_length(c: &Column) -> ExecResult<Column> {
+    let c = as_utf8(c)?;
+    Ok(Column::Int64(PrimitiveColumn::from_options(
+        (0..c.len()).map(|i| c.get(i).map(|s| s.len() as i64)),
+    )))
+}
+
+/// `chr(n)`: the character of code point n; one that is not a character is an error.
+pub fn chr(n: &Column) -> ExecResult<Column> {
+    let n = int64_arg(n)?;
+    let mut bad = None;
+    let out = rows_to_utf8(n.len(), |i, out| {
+        let Some(k) = n.get(i) else {
+            return false;
+        };
+        match u32::try_from(k).ok().and_then(char::from_u32) {
+            Some(ch) => out.push(ch),
+            None => bad = Some(k),
+        }
+        true
+    });
+    match bad {
+        Some(k) => Err(ExecError::InvalidArgument(format!(
+            "chr(): {k} is not a Unicode code point"
+        ))),
+        None => Ok(out),
+    }
+}
+
+/// `concat_ws(sep, a, ...)`: the non-NULL values joined by `sep`; NULL where `sep` is.
+pub fn concat_ws(args: &[Column]) -> ExecResult<Column> {
+    let cols = args
+        .iter()
+        .map(as_utf8)
+        .collect::<ExecResult<Vec<&Utf8Column>>>()?;
+    let Some((sep, values)) = cols.split_first() else {
+        return Err(ExecError::Internal("concat_ws() without arguments".into()));
+    };
+    Ok(rows_to_utf8(sep.len(), |i, out| {
+        let Some(sep) = sep.get(i) else {
+            return false;
+        };
+        let mut first = true;
+        for v in values.iter().filter_map(|c| c.get(i)) {
+            if !first {
+                out.push_str(sep);
+            }
+            out.push_str(v);
+            first = false;
+        }
+        true
+    }))
 }
 
 /// `concat(a, b, ...)`: NULL arguments are skipped; the result is never NULL.

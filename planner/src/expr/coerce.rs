@@ -582,6 +582,8 @@ fn expect_args<T>(func: ScalarFunc, args: &[T], min: usize, max: usize) -> PlanR
     if args.len() < min || args.len() > max {
         let want = if min == max {
             format!("{min}")
+        } else if max == usize::MAX {
+            format!("at least {min}")
         } else {
             format!("{min} to {max}")
         };
@@ -656,12 +658,16 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
                 .map(|a| want(a, DataType::Float64))
                 .collect::<PlanResult<_>>()?
         }
-        Ltrim | Rtrim | Replace | StartsWith | Position | RegexpMatches => {
-            let n = match func {
-                Ltrim | Rtrim => 1,
-                Replace => 3,
-                _ => 2,
-            };
+        Ltrim | Rtrim | Trim => {
+            // The second argument, where given, is the set of characters to trim.
+            expect_args(func, &typed_args, 1, 2)?;
+            typed_args
+                .into_iter()
+                .map(|a| want(a, DataType::Utf8))
+                .collect::<PlanResult<_>>()?
+        }
+        Replace | StartsWith | EndsWith | Contains | Position => {
+            let n = if func == Replace { 3 } else { 2 };
             expect_args(func, &typed_args, n, n)?;
             typed_args
                 .into_iter()
@@ -703,6 +709,68 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
             )?
             .0
         }
+        Lpad | Rpad | Repeat | Chr | RegexpMatches | RegexpReplace | RegexpExtract | ConcatWs => {
+            use DataType::{Int64 as I, Utf8 as S};
+            let (min, max, types): (usize, usize, &[DataType]) = match func {
+                Lpad | Rpad => (3, 3, &[S, I, S]),
+                Repeat => (2, 2, &[S, I]),
+                Chr => (1, 1, &[I]),
+                RegexpMatches => (2, 3, &[S, S, S]),
+                RegexpReplace => (3, 4, &[S, S, S, S]),
+                RegexpExtract => (2, 3, &[S, S, I]),
+                _ => (2, usize::MAX, &[]),
+            };
+            expect_args(func, &typed_args, min, max)?;
+            typed_args
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| want(a, types.get(i).copied().unwrap_or(S)))
+                .collect::<PlanResult<_>>()?
+        }
+        Sign | Trunc => {
+            expect_args(func, &typed_args, 1, 1)?;
+            let (x, t) = typed_args.into_iter().next().expect("checked");
+            match t {
+                DataType::Null => vec![cast(x, t, DataType::Float64)?],
+                t if t.is_numeric() => vec![x],
+                t => {
+                    return Err(PlanError::mismatch(format!(
+                        "{}() expects a number, got {} ({x})",
+                        func.name(),
+                        t.sql_name()
+                    )))
+                }
+            }
+        }
+        Gcd | Lcm => {
+            expect_args(func, &typed_args, 2, 2)?;
+            typed_args
+                .into_iter()
+                .map(|(x, t)| match t {
+                    t if t.is_integer() || t == DataType::Null => cast(x, t, DataType::Int64),
+                    t => Err(PlanError::mismatch(format!(
+                        "{}() expects integers, got {} ({x})",
+                        func.name(),
+                        t.sql_name()
+                    ))),
+                })
+                .collect::<PlanResult<_>>()?
+        }
+        Atan2 | Math(_) | IsNan | IsInf | IsFinite => {
+            let n = if func == Atan2 { 2 } else { 1 };
+            expect_args(func, &typed_args, n, n)?;
+            typed_args
+                .into_iter()
+                .map(|(x, t)| match t {
+                    t if t.is_numeric() || t == DataType::Null => cast(x, t, DataType::Float64),
+                    t => Err(PlanError::mismatch(format!(
+                        "{}() expects a number, got {} ({x})",
+                        func.name(),
+                        t.sql_name()
+                    ))),
+                })
+                .collect::<PlanResult<_>>()?
+        }
         TryCast(_) => {
             expect_args(func, &typed_args, 1, 1)?;
             typed_args.into_iter().map(|(e, _)| e).collect()
@@ -725,7 +793,7 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
                 })
                 .collect::<PlanResult<_>>()?
         }
-        Lower | Upper | Length | Trim => {
+        Lower | Upper | Length | Reverse | Ascii | OctetLength => {
             expect_args(func, &typed_args, 1, 1)?;
             typed_args
                 .into_iter()
@@ -871,6 +939,24 @@ impl Expr {
                 }
                 ScalarFunc::TryCast(t) => *t,
                 ScalarFunc::DateTrunc(_) => DataType::Timestamp,
+                ScalarFunc::Lpad
+                | ScalarFunc::Rpad
+                | ScalarFunc::Repeat
+                | ScalarFunc::Reverse
+                | ScalarFunc::ConcatWs
+                | ScalarFunc::Chr
+                | ScalarFunc::RegexpReplace
+                | ScalarFunc::RegexpExtract => DataType::Utf8,
+                ScalarFunc::EndsWith
+                | ScalarFunc::Contains
+                | ScalarFunc::IsNan
+                | ScalarFunc::IsInf
+                | ScalarFunc::IsFinite => DataType::Boolean,
+                ScalarFunc::Ascii | ScalarFunc::OctetLength => DataType::Int64,
+                ScalarFunc::Gcd | ScalarFunc::Lcm => DataType::Int64,
+                ScalarFunc::Sign => DataType::Int32,
+                ScalarFunc::Trunc => args[0].data_type(schema)?,
+                ScalarFunc::Atan2 | ScalarFunc::Math(_) => DataType::Float64,
             },
             Expr::Window(w) => {
                 let arg = w.args.first().map(|a| a.data_type(schema)).transpose()?;

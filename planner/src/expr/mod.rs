@@ -178,7 +178,7 @@ pub enum ScalarFunc {
     Concat,
     Left,
     Right,
-    /// `regexp_matches(s, pattern)`: whether the pattern matches anywhere in `s`.
+    /// `regexp_matches(s, pattern[, options])`: whether the pattern matches anywhere in `s`.
     RegexpMatches,
     /// Largest / smallest argument, ignoring NULLs (NULL only if all are).
     Greatest,
@@ -189,6 +189,91 @@ pub enum ScalarFunc {
     DateTrunc(DatePart),
     /// `date_diff(part, a, b)`: part boundaries between a and b.
     DateDiff(DatePart),
+    /// `lpad(s, n, pad)` / `rpad`: `s` cut or padded to n characters.
+    Lpad,
+    Rpad,
+    /// `repeat(s, n)`: `s` n times ('' for n <= 0).
+    Repeat,
+    Reverse,
+    /// `concat_ws(sep, a, ...)`: the non-NULL arguments joined by `sep` (NULL if `sep` is).
+    ConcatWs,
+    /// `ends_with(s, suffix)` / `suffix(s, suffix)`.
+    EndsWith,
+    /// `contains(s, needle)`.
+    Contains,
+    /// `ascii(s)`: the code point of the first character, 0 for ''.
+    Ascii,
+    /// `chr(n)`: the character of code point n.
+    Chr,
+    /// `strlen(s)` / `octet_length(s)`: bytes, not characters.
+    OctetLength,
+    /// `regexp_replace(s, pattern, replacement[, options])`: the first match (every match
+    /// with option 'g'); `\1` in the replacement is the first group.
+    RegexpReplace,
+    /// `regexp_extract(s, pattern[, group])`: the group's text in the first match, '' if none.
+    RegexpExtract,
+    /// `sign(x)`: -1, 0 or 1 (0 for NaN).
+    Sign,
+    /// `trunc(x)`: rounded toward zero.
+    Trunc,
+    Gcd,
+    Lcm,
+    Atan2,
+    /// A DOUBLE function of one DOUBLE.
+    Math(MathFunc),
+    IsNan,
+    IsInf,
+    IsFinite,
+}
+
+/// Functions from one DOUBLE to one DOUBLE, computed by the standard library's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MathFunc {
+    Cbrt,
+    Log2,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    Atan,
+    Degrees,
+    Radians,
+}
+
+impl MathFunc {
+    pub fn name(self) -> &'static str {
+        match self {
+            MathFunc::Cbrt => "cbrt",
+            MathFunc::Log2 => "log2",
+            MathFunc::Sin => "sin",
+            MathFunc::Cos => "cos",
+            MathFunc::Tan => "tan",
+            MathFunc::Cot => "cot",
+            MathFunc::Asin => "asin",
+            MathFunc::Acos => "acos",
+            MathFunc::Atan => "atan",
+            MathFunc::Degrees => "degrees",
+            MathFunc::Radians => "radians",
+        }
+    }
+
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            MathFunc::Cbrt => x.cbrt(),
+            MathFunc::Log2 => x.log2(),
+            MathFunc::Sin => x.sin(),
+            MathFunc::Cos => x.cos(),
+            MathFunc::Tan => x.tan(),
+            MathFunc::Cot => 1.0 / x.tan(),
+            MathFunc::Asin => x.asin(),
+            MathFunc::Acos => x.acos(),
+            MathFunc::Atan => x.atan(),
+            MathFunc::Degrees => x.to_degrees(),
+            MathFunc::Radians => x.to_radians(),
+        }
+    }
 }
 
 impl ScalarFunc {
@@ -227,6 +312,27 @@ impl ScalarFunc {
             ScalarFunc::TryCast(t) => format!("try_cast_{}", t.sql_name().to_ascii_lowercase()),
             ScalarFunc::DateTrunc(p) => format!("date_trunc_{}", p.name()),
             ScalarFunc::DateDiff(p) => format!("date_diff_{}", p.name()),
+            ScalarFunc::Lpad => "lpad".into(),
+            ScalarFunc::Rpad => "rpad".into(),
+            ScalarFunc::Repeat => "repeat".into(),
+            ScalarFunc::Reverse => "reverse".into(),
+            ScalarFunc::ConcatWs => "concat_ws".into(),
+            ScalarFunc::EndsWith => "ends_with".into(),
+            ScalarFunc::Contains => "contains".into(),
+            ScalarFunc::Ascii => "ascii".into(),
+            ScalarFunc::Chr => "chr".into(),
+            ScalarFunc::OctetLength => "strlen".into(),
+            ScalarFunc::RegexpReplace => "regexp_replace".into(),
+            ScalarFunc::RegexpExtract => "regexp_extract".into(),
+            ScalarFunc::Sign => "sign".into(),
+            ScalarFunc::Trunc => "trunc".into(),
+            ScalarFunc::Gcd => "gcd".into(),
+            ScalarFunc::Lcm => "lcm".into(),
+            ScalarFunc::Atan2 => "atan2".into(),
+            ScalarFunc::Math(m) => m.name().into(),
+            ScalarFunc::IsNan => "isnan".into(),
+            ScalarFunc::IsInf => "isinf".into(),
+            ScalarFunc::IsFinite => "isfinite".into(),
         }
     }
 }

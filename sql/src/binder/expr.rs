@@ -261,19 +261,32 @@ impl Binder<'_> {
                     args,
                 }
             }
+            // `TRIM([BOTH | LEADING | TRAILING] [chars FROM] s)` and DuckDB's `trim(s, chars)`.
             A::Trim {
                 expr,
                 trim_where,
-                trim_what: None,
-                trim_characters: None,
-            } => Expr::Function {
-                func: match trim_where {
-                    None | Some(ast::TrimWhereField::Both) => ScalarFunc::Trim,
-                    Some(ast::TrimWhereField::Leading) => ScalarFunc::Ltrim,
-                    Some(ast::TrimWhereField::Trailing) => ScalarFunc::Rtrim,
-                },
-                args: vec![self.expr(expr, scope)?],
-            },
+                trim_what,
+                trim_characters,
+            } if trim_characters
+                .as_ref()
+                .is_none_or(|c| c.len() == 1 && trim_what.is_none()) =>
+            {
+                let mut args = vec![self.expr(expr, scope)?];
+                if let Some(chars) = trim_what
+                    .as_deref()
+                    .or(trim_characters.as_ref().map(|c| &c[0]))
+                {
+                    args.push(self.expr(chars, scope)?);
+                }
+                Expr::Function {
+                    func: match trim_where {
+                        None | Some(ast::TrimWhereField::Both) => ScalarFunc::Trim,
+                        Some(ast::TrimWhereField::Leading) => ScalarFunc::Ltrim,
+                        Some(ast::TrimWhereField::Trailing) => ScalarFunc::Rtrim,
+                    },
+                    args,
+                }
+            }
             A::Case {
                 operand,
                 conditions,
@@ -367,10 +380,27 @@ impl Binder<'_> {
 
     fn function(&self, f: &ast::Function, scope: &PlanSchema) -> Result<Expr, SqlError> {
         let name = f.name.to_string().to_ascii_lowercase();
-        let ast::FunctionArguments::List(list) = &f.args else {
-            return Err(SqlError::unsupported(format!(
-                "{name} without an argument list"
-            )));
+        let no_args = ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: Vec::new(),
+            clauses: Vec::new(),
+        };
+        let list = match &f.args {
+            ast::FunctionArguments::List(list) => list,
+            // `current_date`, `current_timestamp`: the clock, called without parentheses.
+            ast::FunctionArguments::None
+                if matches!(
+                    functions::lookup(&name),
+                    Some(FunctionKind::Now | FunctionKind::Today)
+                ) =>
+            {
+                &no_args
+            }
+            _ => {
+                return Err(SqlError::unsupported(format!(
+                    "{name} without an argument list"
+                )))
+            }
         };
         if f.over.is_some() {
             return self.window_function(f, &name, list, scope);
@@ -384,7 +414,7 @@ impl Binder<'_> {
             list.duplicate_treatment,
             Some(ast::DuplicateTreatment::Distinct)
         );
-        let kind = functions::lookup(&name).ok_or_else(|| {
+        let mut kind = functions::lookup(&name).ok_or_else(|| {
             SqlError::new(SqlErrorKind::UnknownFunction {
                 name: name.clone(),
                 candidates: functions::suggestions(&name),
@@ -393,6 +423,18 @@ impl Binder<'_> {
         let (mut args, star) = self.function_args(&name, list, scope)?;
         if !f.within_group.is_empty() {
             args = self.within_group(&name, f, args, scope)?;
+        }
+        if matches!(kind, FunctionKind::CountIf) {
+            // count_if(c) counts the rows where c holds: count(CASE WHEN c THEN 1 END).
+            let [c]: [Expr; 1] = args
+                .try_into()
+                .map_err(|_| SqlError::invalid("count_if() takes 1 argument"))?;
+            args = vec![Expr::Case {
+                operand: None,
+                branches: vec![(c, Expr::Literal(ScalarValue::Int32(1)))],
+                otherwise: None,
+            }];
+            kind = FunctionKind::Aggregate(AggFunc::Count);
         }
         let plain = |what: &str| -> Result<(), SqlError> {
             if star || distinct || f.filter.is_some() {
@@ -455,6 +497,28 @@ impl Binder<'_> {
                     branches: vec![(a.clone().eq(b), Expr::Literal(ScalarValue::Null))],
                     otherwise: Some(Box::new(a)),
                 }
+            }
+            FunctionKind::Mod => {
+                plain(&name)?;
+                let [a, b]: [Expr; 2] = args
+                    .try_into()
+                    .map_err(|_| SqlError::invalid("mod() takes 2 arguments"))?;
+                Expr::Binary {
+                    left: Box::new(a),
+                    op: BinaryOp::Modulo,
+                    right: Box::new(b),
+                }
+            }
+            FunctionKind::TypeOf
+            | FunctionKind::Version
+            | FunctionKind::Pi
+            | FunctionKind::Now
+            | FunctionKind::Today => {
+                plain(&name)?;
+                self.constant_function(&kind, &name, args, scope)?
+            }
+            FunctionKind::CountIf => {
+                return Err(SqlError::invalid("internal: count_if() was not rewritten"))
             }
             FunctionKind::DatePart | FunctionKind::DateTrunc | FunctionKind::DateDiff => {
                 plain(&name)?;

@@ -1,5 +1,6 @@
 //! The binder: sqlparser AST to logical plans, one module per part of a query.
 
+mod constant_functions;
 mod domain;
 mod expr;
 mod from;
@@ -163,6 +164,8 @@ pub(crate) struct Binder<'a> {
     checking_view: Cell<bool>,
     /// Where the statement's operations that can fail at run time are.
     positions: RefCell<ExprPositions>,
+    /// The statement's clock (`now()`), read at its first use.
+    clock: Cell<Option<i64>>,
 }
 
 impl<'a> Binder<'a> {
@@ -179,6 +182,7 @@ impl<'a> Binder<'a> {
             checking_view: Cell::new(false),
             files: RefCell::default(),
             positions: RefCell::default(),
+            clock: Cell::new(None),
         }
     }
 

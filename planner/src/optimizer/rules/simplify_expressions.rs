@@ -310,6 +310,8 @@ fn null_in_null_out(e: &Expr) -> bool {
                 args.iter().all(is_null)
             }
             ScalarFunc::Concat => false,
+            // concat_ws() skips NULL values; only a NULL separator makes it NULL.
+            ScalarFunc::ConcatWs => args.first().is_some_and(is_null),
             _ => args.iter().any(is_null),
         },
         e => null_arithmetic(e, is_null),
