@@ -343,55 +343,95 @@ impl Binder<'_> {
             }
             ast::JoinConstraint::Using(names) => {
                 let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                let right_schema = right.schema().clone();
-                let joined = left.join_using(right, kind, &refs)?;
-                if !kind.outputs_right() {
-                    return Ok(joined);
-                }
-                // USING keeps one copy of each join column: the left one, or for right and
-                // full joins the first non-NULL of the two.
-                let out = joined.schema().clone();
-                let first_right = out.len() - right_schema.len();
-                let is_key = |name: &str| names.iter().any(|n| n.eq_ignore_ascii_case(name));
-                let mut keep = Vec::with_capacity(first_right);
-                for (i, f) in out.fields().iter().enumerate() {
-                    let c = Expr::Column(f.column_ref());
-                    if i >= first_right {
-                        // The right copy stays for `t2.a`, under an internal name (so `a`
-                        // alone means the join's copy), out of `*`.
-                        if is_key(&f.name) {
-                            let mut using = self.using_columns.borrow_mut();
-                            let hidden =
-                                ColumnRef::new(format!("__using{}_{}", using.len(), f.name));
-                            using.push((f.column_ref(), hidden.clone()));
-                            keep.push(c.alias(hidden.name));
-                        } else {
-                            keep.push(c);
-                        }
-                    } else if is_key(&f.name) && matches!(kind, JoinKind::Right | JoinKind::Full) {
-                        let r = (first_right..out.len())
-                            .find(|&j| out.field(j).name.eq_ignore_ascii_case(&f.name))
-                            .map(|j| Expr::Column(out.field(j).column_ref()));
-                        keep.push(match r {
-                            Some(r) => Expr::Function {
-                                func: morsel_planner::ScalarFunc::Coalesce,
-                                args: vec![c, r],
-                            }
-                            .alias(f.name.clone()),
-                            None => c,
-                        });
-                    } else {
-                        keep.push(c);
+                self.join_using(left, right, kind, names)
+            }
+            ast::JoinConstraint::Natural => {
+                // USING every column name the two sides share (compared without case), in
+                // the left side's order; the columns a USING join hid are not candidates.
+                let visible = |f: &&morsel_planner::PlanField| !f.name.starts_with("__");
+                let mut names: Vec<String> = Vec::new();
+                for f in left.schema().fields().iter().filter(visible) {
+                    let shared = right
+                        .schema()
+                        .fields()
+                        .iter()
+                        .filter(visible)
+                        .any(|g| g.name.eq_ignore_ascii_case(&f.name));
+                    if shared && !names.iter().any(|n| n.eq_ignore_ascii_case(&f.name)) {
+                        names.push(f.name.clone());
                     }
                 }
-                Ok(joined.project(keep)?)
+                if names.is_empty() {
+                    return Err(SqlError::invalid(
+                        "a NATURAL join's sides share no column name; use CROSS JOIN for a \
+                         cross product",
+                    ));
+                }
+                self.join_using(left, right, kind, names)
             }
             ast::JoinConstraint::None => Ok(left.join(right, kind, Vec::new(), None)?),
-            ast::JoinConstraint::Natural | ast::JoinConstraint::UsingAlias(..) => {
-                Err(SqlError::unsupported("NATURAL joins"))
+            ast::JoinConstraint::UsingAlias(..) => {
+                Err(SqlError::unsupported("USING (...) AS alias"))
             }
         }
+    }
+
+    /// `left JOIN right USING (names)` of `kind`: one copy of each join column in the
+    /// output.
+    fn join_using(
+        &self,
+        left: PlanBuilder,
+        right: PlanBuilder,
+        kind: JoinKind,
+        names: Vec<String>,
+    ) -> Result<PlanBuilder, SqlError> {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let right_schema = right.schema().clone();
+        let joined = left.join_using(right, kind, &refs)?;
+        if !kind.outputs_right() {
+            return Ok(joined);
+        }
+        // USING keeps one copy of each join column: the left one, or for right and
+        // full joins the first non-NULL of the two.
+        let out = joined.schema().clone();
+        let first_right = out.len() - right_schema.len();
+        let is_key = |name: &str| names.iter().any(|n| n.eq_ignore_ascii_case(name));
+        let mut keep = Vec::with_capacity(first_right);
+        for (i, f) in out.fields().iter().enumerate() {
+            let c = Expr::Column(f.column_ref());
+            if i >= first_right {
+                // The right copy stays for `t2.a`, under an internal name (so `a`
+                // alone means the join's copy), out of `*`.
+                if is_key(&f.name) {
+                    let mut using = self.using_columns.borrow_mut();
+                    let hidden = ColumnRef::new(format!("__using{}_{}", using.len(), f.name));
+                    using.push((f.column_ref(), hidden.clone()));
+                    keep.push(c.alias(hidden.name));
+                } else {
+                    keep.push(c);
+                }
+            } else if is_key(&f.name) && matches!(kind, JoinKind::Right | JoinKind::Full) {
+                let r = (first_right..out.len())
+                    .find(|&j| out.field(j).name.eq_ignore_ascii_case(&f.name))
+                    .map(|j| Expr::Column(out.field(j).column_ref()));
+                keep.push(match r {
+                    Some(r) => Expr::Function {
+                        func: morsel_planner::ScalarFunc::Coalesce,
+                        args: vec![c.clone(), r],
+                    }
+                    .alias(f.name.clone()),
+                    None => c.clone(),
+                });
+                // The left copy stays too, for `t1.a` (NULL where only the right matched).
+                let mut using = self.using_columns.borrow_mut();
+                let hidden = ColumnRef::new(format!("__using{}_{}", using.len(), f.name));
+                using.push((f.column_ref(), hidden.clone()));
+                keep.push(c.alias(hidden.name));
+            } else {
+                keep.push(c);
+            }
+        }
+        Ok(joined.project(keep)?)
     }
 
     /// `read_csv('path', header = true, delim = ';', ...)` and `read_csv_auto(...)`.
