@@ -161,6 +161,21 @@ impl Binder<'_> {
                 }
             }
             A::IsNotNull(x) => Expr::IsNotNull(b(x)?),
+            // `x IS [NOT] TRUE | FALSE`: never NULL; a NULL x is neither true nor false.
+            A::IsTrue(x) | A::IsNotTrue(x) | A::IsFalse(x) | A::IsNotFalse(x) => {
+                let x = match e {
+                    A::IsFalse(_) | A::IsNotFalse(_) => Expr::Not(b(x)?),
+                    _ => self.expr(x, scope)?,
+                };
+                let holds = Expr::Function {
+                    func: ScalarFunc::Coalesce,
+                    args: vec![x, Expr::Literal(ScalarValue::Boolean(false))],
+                };
+                match e {
+                    A::IsNotTrue(_) | A::IsNotFalse(_) => Expr::Not(Box::new(holds)),
+                    _ => holds,
+                }
+            }
             A::Between {
                 expr,
                 negated,
