@@ -297,22 +297,29 @@ impl Binder<'_> {
     }
 
     /// A SELECT block ordered by `order`, or by every output column with `order_all`
-    /// (`ORDER BY ALL`, with its direction and NULLS placement).
+    /// (`ORDER BY ALL`, with its direction and NULLS placement). Its `WINDOW` clause names
+    /// windows for its own calls only (a subquery's block has its own).
     fn select_ordered(
         &self,
         s: &ast::Select,
         order: &[ast::OrderByExpr],
         order_all: Option<&ast::OrderByOptions>,
     ) -> Result<PlanBuilder, SqlError> {
-        if s.top.is_some()
-            || s.into.is_some()
-            || !s.lateral_views.is_empty()
-            || s.qualify.is_some()
-            || !s.named_window.is_empty()
+        let outer = self.windows.replace(s.named_window.clone());
+        let b = self.select_block(s, order, order_all);
+        self.windows.replace(outer);
+        b
+    }
+
+    fn select_block(
+        &self,
+        s: &ast::Select,
+        order: &[ast::OrderByExpr],
+        order_all: Option<&ast::OrderByOptions>,
+    ) -> Result<PlanBuilder, SqlError> {
+        if s.top.is_some() || s.into.is_some() || !s.lateral_views.is_empty() || s.qualify.is_some()
         {
-            return Err(
-                SqlError::unsupported("TOP, INTO, LATERAL VIEW, QUALIFY or WINDOW").at(s.span()),
-            );
+            return Err(SqlError::unsupported("TOP, INTO, LATERAL VIEW or QUALIFY").at(s.span()));
         }
         let distinct = match &s.distinct {
             None | Some(ast::Distinct::All) => false,

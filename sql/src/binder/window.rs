@@ -11,7 +11,65 @@ use super::query::sort_expr;
 use super::Binder;
 use crate::error::SqlError;
 
+/// How deeply named windows may refer to each other (a cycle would not end).
+const MAX_WINDOW_REFERENCES: usize = 64;
+
 impl Binder<'_> {
+    /// The window the select block's `WINDOW name AS ...` defines.
+    fn named_window(&self, name: &ast::Ident, depth: usize) -> Result<ast::WindowSpec, SqlError> {
+        if depth > MAX_WINDOW_REFERENCES {
+            return Err(SqlError::invalid(format!(
+                "the window {name} refers to itself through other named windows"
+            )));
+        }
+        let def = self
+            .windows
+            .borrow()
+            .iter()
+            .find(|d| d.0.value.eq_ignore_ascii_case(&name.value))
+            .map(|d| d.1.clone());
+        match def {
+            None => Err(
+                SqlError::invalid(format!("no window named {name} in this query block"))
+                    .at(name.span),
+            ),
+            Some(ast::NamedWindowExpr::NamedWindow(other)) => self.named_window(&other, depth + 1),
+            Some(ast::NamedWindowExpr::WindowSpec(spec)) => self.resolve_window(&spec, depth + 1),
+        }
+    }
+
+    /// `spec` with the named window it starts from (`OVER (w ORDER BY x)`) filled in: the
+    /// named window's partitioning, its ordering unless `spec` orders (not both), and
+    /// `spec`'s frame, as the SQL standard combines them.
+    fn resolve_window(
+        &self,
+        spec: &ast::WindowSpec,
+        depth: usize,
+    ) -> Result<ast::WindowSpec, SqlError> {
+        let Some(base) = &spec.window_name else {
+            return Ok(spec.clone());
+        };
+        let mut out = self.named_window(base, depth)?;
+        if !spec.partition_by.is_empty() {
+            return Err(SqlError::invalid(format!(
+                "a window over {base} cannot add PARTITION BY (the named window partitions)"
+            )));
+        }
+        if !spec.order_by.is_empty() {
+            if !out.order_by.is_empty() {
+                return Err(SqlError::invalid(format!(
+                    "a window over {base} cannot order again: {base} has an ORDER BY"
+                )));
+            }
+            out.order_by = spec.order_by.clone();
+        }
+        if spec.window_frame.is_some() {
+            out.window_frame = spec.window_frame.clone();
+        }
+        out.window_name = None;
+        Ok(out)
+    }
+
     pub(crate) fn window_function(
         &self,
         f: &ast::Function,
@@ -19,12 +77,12 @@ impl Binder<'_> {
         list: &ast::FunctionArgumentList,
         scope: &PlanSchema,
     ) -> Result<Expr, SqlError> {
-        let Some(ast::WindowType::WindowSpec(spec)) = &f.over else {
-            return Err(SqlError::unsupported("named windows (OVER name)"));
+        let spec = match &f.over {
+            Some(ast::WindowType::WindowSpec(spec)) => self.resolve_window(spec, 0)?,
+            Some(ast::WindowType::NamedWindow(name)) => self.named_window(name, 0)?,
+            None => return Err(SqlError::invalid(format!("{name}() has no OVER clause"))),
         };
-        if spec.window_name.is_some() {
-            return Err(SqlError::unsupported("named windows (OVER name)"));
-        }
+        let spec = &spec;
         if f.filter.is_some()
             || list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)
             || !list.clauses.is_empty()
