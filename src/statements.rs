@@ -170,6 +170,28 @@ impl Session {
                 );
                 count_result(n)
             }
+            Statement::Rewrite {
+                table,
+                rows,
+                changed,
+            } => {
+                let Some(Object::Table(TableSource::Memory(current))) = self.entry(&table) else {
+                    return Err(Error::Invalid(format!(
+                        "table {table} is not an in-memory table"
+                    )));
+                };
+                // Both read the table as it was bound; the new contents replace it whole.
+                let n = self.run_plan(changed)?.num_rows();
+                let batches = self.rows_for(&table, &current.schema, rows)?;
+                self.put(
+                    &table,
+                    Object::Table(TableSource::Memory(Arc::new(MemTable::new(
+                        current.schema.clone(),
+                        batches,
+                    )))),
+                );
+                count_result(n)
+            }
             Statement::Drop {
                 kind,
                 names,

@@ -7,6 +7,7 @@ mod from;
 mod functions;
 mod join_condition;
 mod lateral;
+mod modify;
 mod nested;
 mod quantified;
 mod query;
@@ -166,6 +167,8 @@ pub(crate) struct Binder<'a> {
     positions: RefCell<ExprPositions>,
     /// The statement's clock (`now()`), read at its first use.
     clock: Cell<Option<i64>>,
+    /// The `WINDOW name AS (...)` definitions of the select block being bound.
+    windows: RefCell<Vec<ast::NamedWindowDefinition>>,
 }
 
 impl<'a> Binder<'a> {
@@ -183,6 +186,7 @@ impl<'a> Binder<'a> {
             files: RefCell::default(),
             positions: RefCell::default(),
             clock: Cell::new(None),
+            windows: RefCell::default(),
         }
     }
 

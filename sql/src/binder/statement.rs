@@ -68,6 +68,13 @@ pub enum Statement {
         table: String,
         rows: LogicalPlan,
     },
+    /// `UPDATE` / `DELETE`: an in-memory table's new contents (in its column order and
+    /// types), and the rows the statement changed (one column; the result counts them).
+    Rewrite {
+        table: String,
+        rows: LogicalPlan,
+        changed: LogicalPlan,
+    },
     Drop {
         kind: DropKind,
         names: Vec<String>,
@@ -83,7 +90,7 @@ pub enum Statement {
     },
 }
 
-fn object_name(n: &ast::ObjectName) -> Result<String, SqlError> {
+pub(crate) fn object_name(n: &ast::ObjectName) -> Result<String, SqlError> {
     match n.0.as_slice() {
         [part] => part
             .as_ident()
@@ -119,6 +126,8 @@ impl Binder<'_> {
                 })
             }
             ast::Statement::Insert(ins) => self.insert(ins),
+            ast::Statement::Update(u) => self.update(u),
+            ast::Statement::Delete(d) => self.delete(d),
             ast::Statement::Drop {
                 object_type,
                 if_exists,
@@ -303,7 +312,7 @@ impl Binder<'_> {
     }
 
     /// The schema of an in-memory table INSERT or COPY FROM can append to.
-    fn table_schema(&self, name: &str) -> Result<SchemaRef, SqlError> {
+    pub(crate) fn table_schema(&self, name: &str) -> Result<SchemaRef, SqlError> {
         match self.catalog.table(name) {
             Some(morsel_planner::TableSource::Memory(m)) => Ok(m.schema.clone()),
             Some(morsel_planner::TableSource::Csv(_)) => Err(SqlError::invalid(format!(
@@ -399,7 +408,7 @@ impl Binder<'_> {
 
 /// Projects `plan`'s rows onto `schema`: by position, or by the named `columns` (others
 /// NULL), each cast to the table's type.
-fn conform(
+pub(crate) fn conform(
     plan: PlanBuilder,
     schema: &Schema,
     columns: Option<&[String]>,
