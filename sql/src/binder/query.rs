@@ -311,23 +311,63 @@ impl Binder<'_> {
         b
     }
 
+    /// The QUALIFY condition `DISTINCT ON (on)` stands for: the row numbered 1 within each
+    /// key, numbered in ORDER BY order (`order`, bound as `keys`). A key may name a select
+    /// item by alias or ordinal, as an ORDER BY key may.
+    fn distinct_on(
+        &self,
+        on: &[ast::Expr],
+        order: &[ast::OrderByExpr],
+        keys: &[OrderKey],
+        out_names: &PlanSchema,
+        items: &[Item],
+        input: &PlanSchema,
+    ) -> Result<Expr, SqlError> {
+        let partition_by = on
+            .iter()
+            .map(|e| match self.output_key(e, out_names, items)? {
+                Some(k) => Ok(items[k].expr.clone().unalias()),
+                None => self.expr(e, input),
+            })
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        let order_by = keys
+            .iter()
+            .zip(order)
+            .map(|(k, o)| {
+                let e = match k {
+                    OrderKey::Output(i) => items[*i].expr.clone().unalias(),
+                    OrderKey::Input(e) => e.clone(),
+                };
+                sort_expr(e, o)
+            })
+            .collect();
+        let number = Expr::Window(Box::new(morsel_planner::WindowExpr {
+            func: morsel_planner::WindowFunc::RowNumber,
+            args: Vec::new(),
+            partition_by,
+            order_by,
+            frame: morsel_planner::WindowFrame::default_for(!order.is_empty()),
+        }));
+        Ok(number.eq(Expr::Literal(ScalarValue::Int64(1))))
+    }
+
     fn select_block(
         &self,
         s: &ast::Select,
         order: &[ast::OrderByExpr],
         order_all: Option<&ast::OrderByOptions>,
     ) -> Result<PlanBuilder, SqlError> {
-        if s.top.is_some() || s.into.is_some() || !s.lateral_views.is_empty() || s.qualify.is_some()
-        {
-            return Err(SqlError::unsupported("TOP, INTO, LATERAL VIEW or QUALIFY").at(s.span()));
+        if s.top.is_some() || s.into.is_some() || !s.lateral_views.is_empty() {
+            return Err(SqlError::unsupported("TOP, INTO or LATERAL VIEW").at(s.span()));
         }
-        let distinct = match &s.distinct {
-            None | Some(ast::Distinct::All) => false,
-            Some(ast::Distinct::Distinct) => true,
-            Some(ast::Distinct::On(_)) => {
-                return Err(SqlError::unsupported("DISTINCT ON").at(s.span()))
-            }
+        let (distinct, distinct_on) = match &s.distinct {
+            None | Some(ast::Distinct::All) => (false, None),
+            Some(ast::Distinct::Distinct) => (true, None),
+            Some(ast::Distinct::On(on)) => (false, Some(on)),
         };
+        if distinct_on.is_some() && s.qualify.is_some() {
+            return Err(SqlError::unsupported("DISTINCT ON with QUALIFY").at(s.span()));
+        }
         let using_mark = self.using_columns.borrow().len();
         // Bound over a domain: the outer values join the FROM, every clause reads them. They
         // come first, so nested blocks may read them too, unless a RIGHT or FULL join would
@@ -627,8 +667,11 @@ impl Binder<'_> {
             .having
             .as_ref()
             .map(|h| Ok::<_, SqlError>((self.expr(h, &input)?, h)));
+        // QUALIFY too: it filters after the window functions, before DISTINCT and ORDER BY.
+        let qualify = s.qualify.as_ref().map(|q| self.expr(q, &input));
         self.aliases.borrow_mut().truncate(alias_mark);
         let having = having.transpose()?;
+        let mut qualify_expr = qualify.transpose()?;
 
         // ORDER BY keys that name output columns; the rest are bound against the input.
         let every_output: Vec<ast::OrderByExpr>;
@@ -653,10 +696,19 @@ impl Binder<'_> {
             });
         }
 
+        if let Some(on) = distinct_on {
+            // DISTINCT ON (keys): the first row of each key in ORDER BY order, that is
+            // QUALIFY row_number() OVER (PARTITION BY keys ORDER BY ...) = 1.
+            qualify_expr =
+                Some(self.distinct_on(on, order, &order_keys, &out_names, &items, &input)?);
+        }
+        let qualify_span = s.qualify.as_ref().map_or(s.span(), |q| q.span());
+
         let user_grouped = !group.is_empty();
         let aggregating = !group.is_empty()
             || items.iter().any(|it| it.expr.contains_aggregate())
             || having.as_ref().is_some_and(|(h, _)| h.contains_aggregate())
+            || qualify_expr.as_ref().is_some_and(Expr::contains_aggregate)
             || order_keys
                 .iter()
                 .any(|k| matches!(k, OrderKey::Input(e) if e.contains_aggregate()));
@@ -712,6 +764,9 @@ impl Binder<'_> {
             if let (Some(h), Some((_, ast))) = (having_expr.as_mut(), having.as_ref()) {
                 *h = coerce_at(h.clone(), ast.span())?;
             }
+            if let Some(q) = qualify_expr.as_mut() {
+                *q = coerce_at(q.clone(), qualify_span)?;
+            }
             for (k, o) in order_keys.iter_mut().zip(order) {
                 if let OrderKey::Input(e) = k {
                     *e = coerce_at(e.clone(), o.expr.span())?;
@@ -727,6 +782,7 @@ impl Binder<'_> {
             };
             items.iter().for_each(|it| collect(&it.expr));
             having_expr.iter().for_each(&mut collect);
+            qualify_expr.iter().for_each(&mut collect);
             order_keys.iter().for_each(|k| {
                 if let OrderKey::Input(e) = k {
                     collect(e)
@@ -785,6 +841,11 @@ impl Binder<'_> {
             for it in items.iter_mut() {
                 it.expr = rewrite(it.expr.clone());
                 check(&it.expr, it.span)?;
+            }
+            if let Some(q) = qualify_expr.take() {
+                let q = rewrite(q);
+                check(&q, qualify_span)?;
+                qualify_expr = Some(q);
             }
             if let Some(h) = having_expr.take() {
                 let h = rewrite(h);
@@ -847,6 +908,7 @@ impl Binder<'_> {
             })
         };
         items.iter().for_each(|it| collect_windows(&it.expr));
+        qualify_expr.iter().for_each(&mut collect_windows);
         order_keys.iter().for_each(|k| {
             if let OrderKey::Input(e) = k {
                 collect_windows(e)
@@ -909,6 +971,12 @@ impl Binder<'_> {
                     *e = to_column(e.clone());
                 }
             }
+            qualify_expr = qualify_expr.map(to_column);
+        }
+        if let Some(q) = qualify_expr {
+            b = b
+                .filter(q)
+                .map_err(|e| SqlError::from(e).at(qualify_span))?;
         }
 
         // Project, with hidden columns for ORDER BY keys not in the select list.
