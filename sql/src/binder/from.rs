@@ -474,10 +474,20 @@ impl Binder<'_> {
         if fname == "explain_analyze" {
             return self.profile_function(args, alias);
         }
+        if fname == "range" || fname == "generate_series" {
+            return self.range_function(&fname, args, alias);
+        }
         if fname != "read_csv" && fname != "read_csv_auto" {
+            let known = ["read_csv", "explain_analyze", "range", "generate_series"];
+            let mut candidates: Vec<(usize, &str)> = known
+                .iter()
+                .map(|k| (morsel_planner::schema::edit_distance(&fname, k), *k))
+                .filter(|(d, _)| *d <= 3)
+                .collect();
+            candidates.sort();
             return Err(SqlError::new(SqlErrorKind::UnknownFunction {
                 name: fname,
-                candidates: vec!["read_csv".into(), "explain_analyze".into()],
+                candidates: candidates.into_iter().map(|(_, k)| k.to_string()).collect(),
             }));
         }
         let mut path = None;

@@ -11,6 +11,7 @@ mod modify;
 mod nested;
 mod quantified;
 mod query;
+mod range;
 mod star;
 mod statement;
 mod subquery;
