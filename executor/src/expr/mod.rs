@@ -12,7 +12,7 @@ use self::fused::FusedProgram;
 
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::{
-    arith, boolean, cast, compare, int64_arg, math, regex, select, string, temporal, text,
+    arith, boolean, calendar, cast, compare, int64_arg, math, regex, select, string, temporal, text,
 };
 use morsel_storage::like::LikeMatcher;
 
@@ -773,6 +773,15 @@ fn eval_function(
                 .collect();
             let refs: Vec<&Column> = args.iter().collect();
             select::interleave(&refs, &choice, ty)?
+        }
+        AddMicros => calendar::add_micros(&args[0], &args[1])?,
+        Strftime => calendar::strftime(&args[0], &args[1])?,
+        DayName | MonthName => calendar::name_of(&args[0], func == MonthName)?,
+        Epoch => calendar::epoch(&args[0])?,
+        LastDay => calendar::last_day(&args[0])?,
+        MakeDate => calendar::make_date(&args[0], &args[1], &args[2])?,
+        AddMonths if matches!(args[0], Column::Timestamp(_)) => {
+            calendar::add_months_to_timestamps(&args[0], &args[1])?
         }
         AddDays | AddMonths => match &args[0] {
             Column::Date32(d) => temporal::add(d, int64_arg(&args[1])?, func == AddMonths)?,

@@ -4,6 +4,7 @@
 
 pub mod arith;
 pub mod boolean;
+pub mod calendar;
 pub mod cast;
 pub mod compare;
 pub mod math;

@@ -837,20 +837,99 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
             };
             vec![e]
         }
-        AddDays | AddMonths => {
+        AddDays | AddMonths | AddMicros => {
             expect_args(func, &typed_args, 2, 2)?;
             let mut it = typed_args.into_iter();
             let (d, dt) = it.next().expect("checked");
-            if !matches!(dt, DataType::Date32 | DataType::Utf8 | DataType::Null) {
-                return Err(PlanError::mismatch(format!(
-                    "interval arithmetic expects a DATE, got {} ({d})",
-                    dt.sql_name()
-                )));
+            let n = want(it.next().expect("checked"), DataType::Int64)?;
+            match (func, dt) {
+                // Days on a TIMESTAMP are 24 hours (there are no time zones).
+                (AddDays, DataType::Timestamp) => {
+                    let micros = match &n {
+                        Expr::Literal(ScalarValue::Int64(k)) => Expr::Literal(ScalarValue::Int64(
+                            k.checked_mul(temporal::MICROS_PER_DAY).ok_or_else(|| {
+                                PlanError::Invalid(format!("INTERVAL of {k} days is out of range"))
+                            })?,
+                        )),
+                        _ => Expr::Binary {
+                            left: Box::new(n),
+                            op: BinaryOp::Multiply,
+                            right: Box::new(Expr::Literal(ScalarValue::Int64(
+                                temporal::MICROS_PER_DAY,
+                            ))),
+                        },
+                    };
+                    return coerce_function(AddMicros, vec![d, micros], schema);
+                }
+                (AddMonths, DataType::Timestamp) => vec![d, n],
+                (AddMicros, DataType::Timestamp) => vec![d, n],
+                (_, DataType::Date32 | DataType::Utf8 | DataType::Null) => {
+                    let to = if func == AddMicros {
+                        DataType::Timestamp
+                    } else {
+                        DataType::Date32
+                    };
+                    vec![cast(d, dt, to)?, n]
+                }
+                _ => {
+                    return Err(PlanError::mismatch(format!(
+                        "interval arithmetic expects a DATE or TIMESTAMP, got {} ({d})",
+                        dt.sql_name()
+                    )))
+                }
             }
-            vec![
-                cast(d, dt, DataType::Date32)?,
-                want(it.next().expect("checked"), DataType::Int64)?,
-            ]
+        }
+        Strftime | DayName | MonthName | Epoch => {
+            let n = if func == Strftime { 2 } else { 1 };
+            expect_args(func, &typed_args, n, n)?;
+            let mut it = typed_args.into_iter();
+            let (e, t) = it.next().expect("checked");
+            let e = match t {
+                DataType::Timestamp => e,
+                DataType::Date32 | DataType::Utf8 | DataType::Null => {
+                    cast(e, t, DataType::Timestamp)?
+                }
+                other => {
+                    return Err(PlanError::mismatch(format!(
+                        "{}() expects a DATE or TIMESTAMP, got {} ({e})",
+                        func.name(),
+                        other.sql_name()
+                    )))
+                }
+            };
+            let mut v = vec![e];
+            for a in it {
+                v.push(want(a, DataType::Utf8)?);
+            }
+            v
+        }
+        LastDay => {
+            expect_args(func, &typed_args, 1, 1)?;
+            let (e, t) = typed_args.into_iter().next().expect("checked");
+            match t {
+                DataType::Date32 | DataType::Timestamp | DataType::Utf8 | DataType::Null => {
+                    vec![cast(e, t, DataType::Date32)?]
+                }
+                other => {
+                    return Err(PlanError::mismatch(format!(
+                        "last_day() expects a DATE or TIMESTAMP, got {} ({e})",
+                        other.sql_name()
+                    )))
+                }
+            }
+        }
+        MakeDate => {
+            expect_args(func, &typed_args, 3, 3)?;
+            typed_args
+                .into_iter()
+                .map(|(x, t)| match t {
+                    t if t.is_integer() || t == DataType::Null => cast(x, t, DataType::Int64),
+                    t => Err(PlanError::mismatch(format!(
+                        "make_date() expects integers, got {} ({x})",
+                        t.sql_name()
+                    ))),
+                })
+                .collect::<PlanResult<_>>()?
         }
     };
     if matches!(func, AddDays | AddMonths) {
@@ -914,7 +993,17 @@ impl Expr {
                 | ScalarFunc::Trim
                 | ScalarFunc::Substring => DataType::Utf8,
                 ScalarFunc::Length | ScalarFunc::Extract(_) => DataType::Int64,
-                ScalarFunc::AddDays | ScalarFunc::AddMonths => DataType::Date32,
+                ScalarFunc::AddDays => DataType::Date32,
+                ScalarFunc::AddMonths => match args[0].data_type(schema)? {
+                    DataType::Timestamp => DataType::Timestamp,
+                    _ => DataType::Date32,
+                },
+                ScalarFunc::AddMicros => DataType::Timestamp,
+                ScalarFunc::Strftime | ScalarFunc::DayName | ScalarFunc::MonthName => {
+                    DataType::Utf8
+                }
+                ScalarFunc::MakeDate | ScalarFunc::LastDay => DataType::Date32,
+                ScalarFunc::Epoch => DataType::Float64,
                 ScalarFunc::Ln | ScalarFunc::Log10 | ScalarFunc::Exp | ScalarFunc::Power => {
                     DataType::Float64
                 }

@@ -159,8 +159,22 @@ pub enum ScalarFunc {
     Extract(DatePart),
     /// `date + n days` (the binder's lowering of `+ INTERVAL 'n' DAY`).
     AddDays,
-    /// `date + n months` (`INTERVAL 'n' MONTH` / `YEAR`), clamping the day of month.
+    /// `date + n months` (`INTERVAL 'n' MONTH` / `YEAR`), clamping the day of month; on a
+    /// TIMESTAMP the time of day stays.
     AddMonths,
+    /// `timestamp + n microseconds` (`INTERVAL` of days and smaller units on a TIMESTAMP).
+    AddMicros,
+    /// `strftime(timestamp, format)`: the timestamp written by a C-style format.
+    Strftime,
+    /// `make_date(year, month, day)`.
+    MakeDate,
+    /// `last_day(date)`: the last day of its month.
+    LastDay,
+    /// `dayname(ts)` / `monthname(ts)`: English names (`Monday`, `January`).
+    DayName,
+    MonthName,
+    /// `epoch(ts)` / `extract(epoch FROM ts)`: seconds since 1970-01-01, as a DOUBLE.
+    Epoch,
     /// Natural logarithm; NULL for zero and negative numbers is an error in DuckDB, here too.
     Ln,
     Log10,
@@ -293,6 +307,13 @@ impl ScalarFunc {
             ScalarFunc::Extract(p) => format!("extract_{}", p.name()),
             ScalarFunc::AddDays => "add_days".into(),
             ScalarFunc::AddMonths => "add_months".into(),
+            ScalarFunc::AddMicros => "add_micros".into(),
+            ScalarFunc::Strftime => "strftime".into(),
+            ScalarFunc::MakeDate => "make_date".into(),
+            ScalarFunc::LastDay => "last_day".into(),
+            ScalarFunc::DayName => "dayname".into(),
+            ScalarFunc::MonthName => "monthname".into(),
+            ScalarFunc::Epoch => "epoch".into(),
             ScalarFunc::Ln => "ln".into(),
             ScalarFunc::Log10 => "log10".into(),
             ScalarFunc::Exp => "exp".into(),

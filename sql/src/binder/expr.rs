@@ -16,6 +16,7 @@ use crate::positions::ExprPositions;
 enum Interval {
     Days(i64),
     Months(i64),
+    Micros(i64),
 }
 
 /// Where `e` starts (as sqlparser's span does), found down its leftmost operands without
@@ -240,7 +241,10 @@ impl Binder<'_> {
                 },
             },
             A::Extract { field, expr, .. } => Expr::Function {
-                func: ScalarFunc::Extract(date_part(field)?),
+                func: match field {
+                    ast::DateTimeField::Epoch => ScalarFunc::Epoch,
+                    f => ScalarFunc::Extract(date_part(f)?),
+                },
                 args: vec![self.expr(expr, scope)?],
             },
             A::Ceil {
@@ -369,19 +373,15 @@ impl Binder<'_> {
         if matches!(op, O::Plus | O::Minus) {
             if let ast::Expr::Interval(iv) = right {
                 let date = self.expr(left, scope)?;
-                return Ok(add_interval(
+                return add_interval(
                     date,
                     interval(iv).map_err(|e| e.at(right.span()))?,
                     *op == O::Minus,
-                ));
+                );
             }
             if let (ast::Expr::Interval(iv), O::Plus) = (left, op) {
                 let date = self.expr(right, scope)?;
-                return Ok(add_interval(
-                    date,
-                    interval(iv).map_err(|e| e.at(left.span()))?,
-                    false,
-                ));
+                return add_interval(date, interval(iv).map_err(|e| e.at(left.span()))?, false);
             }
         }
         let op =
@@ -539,6 +539,15 @@ impl Binder<'_> {
                 plain(&name)?;
                 let mut it = args.into_iter();
                 let part = match it.next() {
+                    Some(Expr::Literal(ScalarValue::Utf8(p)))
+                        if matches!(kind, FunctionKind::DatePart)
+                            && p.eq_ignore_ascii_case("epoch") =>
+                    {
+                        return Ok(Expr::Function {
+                            func: ScalarFunc::Epoch,
+                            args: it.collect(),
+                        });
+                    }
                     Some(Expr::Literal(ScalarValue::Utf8(p))) => DatePart::parse(&p)
                         .ok_or_else(|| SqlError::invalid(format!("unknown date part '{p}'")))?,
                     _ => {
@@ -628,26 +637,41 @@ fn escape_character(e: &ast::Expr) -> Result<char, SqlError> {
 }
 
 /// `date +/- INTERVAL`: a TIMESTAMP, as in DuckDB and PostgreSQL.
-fn add_interval(date: Expr, iv: Interval, negate: bool) -> Expr {
-    let sign = if negate { -1 } else { 1 };
+fn add_interval(date: Expr, iv: Interval, negate: bool) -> Result<Expr, SqlError> {
     let (func, n) = match iv {
         Interval::Days(n) => (ScalarFunc::AddDays, n),
         Interval::Months(n) => (ScalarFunc::AddMonths, n),
+        Interval::Micros(n) => (ScalarFunc::AddMicros, n),
     };
-    Expr::Function {
+    let n = match negate {
+        true => n
+            .checked_neg()
+            .ok_or_else(|| SqlError::invalid("the INTERVAL is out of range"))?,
+        false => n,
+    };
+    Ok(Expr::Function {
         func,
-        args: vec![date, Expr::Literal(ScalarValue::Int64(sign * n))],
+        args: vec![date, Expr::Literal(ScalarValue::Int64(n))],
     }
-    .cast(morsel_storage::DataType::Timestamp)
+    .cast(morsel_storage::DataType::Timestamp))
 }
 
 fn unit_interval(n: i64, unit: &str) -> Result<Interval, SqlError> {
     let unit = unit.to_ascii_lowercase();
+    let scaled = |k: i64| {
+        n.checked_mul(k)
+            .ok_or_else(|| SqlError::invalid(format!("INTERVAL {n} {unit} is out of range")))
+    };
     Ok(match unit.trim_end_matches('s') {
         "day" => Interval::Days(n),
-        "week" => Interval::Days(n * 7),
+        "week" => Interval::Days(scaled(7)?),
         "month" => Interval::Months(n),
-        "year" => Interval::Months(n * 12),
+        "year" => Interval::Months(scaled(12)?),
+        "hour" => Interval::Micros(scaled(3_600_000_000)?),
+        "minute" => Interval::Micros(scaled(60_000_000)?),
+        "second" => Interval::Micros(scaled(1_000_000)?),
+        "millisecond" => Interval::Micros(scaled(1_000)?),
+        "microsecond" => Interval::Micros(n),
         _ => return Err(SqlError::unsupported(format!("INTERVAL unit {unit}"))),
     })
 }

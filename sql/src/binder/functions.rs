@@ -130,6 +130,12 @@ const NAMES: &[&str] = &[
     "today",
     "count_if",
     "mod",
+    "strftime",
+    "make_date",
+    "last_day",
+    "dayname",
+    "monthname",
+    "epoch",
 ];
 
 pub fn lookup(name: &str) -> Option<FunctionKind> {
@@ -220,6 +226,12 @@ pub fn lookup(name: &str) -> Option<FunctionKind> {
         "current_date" | "today" => FunctionKind::Today,
         "count_if" => FunctionKind::CountIf,
         "mod" => FunctionKind::Mod,
+        "strftime" => S(ScalarFunc::Strftime),
+        "make_date" => S(ScalarFunc::MakeDate),
+        "last_day" => S(ScalarFunc::LastDay),
+        "dayname" => S(ScalarFunc::DayName),
+        "monthname" => S(ScalarFunc::MonthName),
+        "epoch" => S(ScalarFunc::Epoch),
         _ => return None,
     })
 }
