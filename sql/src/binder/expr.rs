@@ -435,6 +435,27 @@ impl Binder<'_> {
                 candidates: functions::suggestions(&name),
             })
         })?;
+        if matches!(kind, FunctionKind::Grouping) {
+            let args: Vec<&ast::Expr> = list
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                })
+                .collect();
+            if args.len() != list.args.len() || args.is_empty() {
+                return Err(SqlError::invalid(format!(
+                    "{name}() takes grouping expressions"
+                )));
+            }
+            // Under a plain GROUP BY every key is grouped by.
+            let value = match &*self.grouping.borrow() {
+                Some(branch) => branch.grouping_value(&args)?,
+                None => 0,
+            };
+            return Ok(Expr::Literal(ScalarValue::Int64(value)));
+        }
         let (mut args, star) = self.function_args(&name, list, scope)?;
         if !f.within_group.is_empty() {
             args = self.within_group(&name, f, args, scope)?;
@@ -532,8 +553,10 @@ impl Binder<'_> {
                 plain(&name)?;
                 self.constant_function(&kind, &name, args, scope)?
             }
-            FunctionKind::CountIf => {
-                return Err(SqlError::invalid("internal: count_if() was not rewritten"))
+            FunctionKind::CountIf | FunctionKind::Grouping => {
+                return Err(SqlError::invalid(format!(
+                    "internal: {name}() was not rewritten"
+                )))
             }
             FunctionKind::DatePart | FunctionKind::DateTrunc | FunctionKind::DateDiff => {
                 plain(&name)?;

@@ -23,6 +23,8 @@ pub enum FunctionKind {
     CountIf,
     /// `mod(a, b)`: `a % b`.
     Mod,
+    /// `grouping(a, ...)` / `grouping_id`: which arguments this grouping set leaves out.
+    Grouping,
 }
 
 const NAMES: &[&str] = &[
@@ -136,6 +138,8 @@ const NAMES: &[&str] = &[
     "dayname",
     "monthname",
     "epoch",
+    "grouping",
+    "grouping_id",
 ];
 
 pub fn lookup(name: &str) -> Option<FunctionKind> {
@@ -232,6 +236,7 @@ pub fn lookup(name: &str) -> Option<FunctionKind> {
         "dayname" => S(ScalarFunc::DayName),
         "monthname" => S(ScalarFunc::MonthName),
         "epoch" => S(ScalarFunc::Epoch),
+        "grouping" | "grouping_id" => FunctionKind::Grouping,
         _ => return None,
     })
 }

@@ -5,6 +5,7 @@ mod domain;
 mod expr;
 mod from;
 mod functions;
+mod grouping_sets;
 mod join_condition;
 mod lateral;
 mod modify;
@@ -170,6 +171,10 @@ pub(crate) struct Binder<'a> {
     clock: Cell<Option<i64>>,
     /// The `WINDOW name AS (...)` definitions of the select block being bound.
     windows: RefCell<Vec<ast::NamedWindowDefinition>>,
+    /// The grouping set the next select block is bound for (ROLLUP, CUBE, GROUPING SETS),
+    /// and the one of the block being bound.
+    next_grouping: RefCell<Option<grouping_sets::GroupingBranch>>,
+    grouping: RefCell<Option<grouping_sets::GroupingBranch>>,
 }
 
 impl<'a> Binder<'a> {
@@ -188,6 +193,8 @@ impl<'a> Binder<'a> {
             positions: RefCell::default(),
             clock: Cell::new(None),
             windows: RefCell::default(),
+            next_grouping: RefCell::default(),
+            grouping: RefCell::default(),
         }
     }
 

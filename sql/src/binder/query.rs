@@ -58,6 +58,56 @@ impl Binder<'_> {
         result
     }
 
+    /// A set operation's output (or a grouping-sets block's) sorted by `order`, whose keys
+    /// name output columns (by name, position, or the text of a select item, such as
+    /// `sum(x)`), or by every output column with `order_all`.
+    fn order_output(
+        &self,
+        b: PlanBuilder,
+        order: &[ast::OrderByExpr],
+        order_all: Option<&ast::OrderByOptions>,
+        q: &ast::Query,
+    ) -> Result<PlanBuilder, SqlError> {
+        let out = b.schema().clone();
+        if let Some(options) = order_all {
+            let keys = (0..out.len())
+                .map(|i| {
+                    let key = Expr::Column(out.field(i).column_ref());
+                    if !out.has(&out.field(i).column_ref()) {
+                        return Err(SqlError::invalid(format!(
+                            "ORDER BY ALL: output column {} ({}) is ambiguous; alias it",
+                            i + 1,
+                            out.field(i).name
+                        ))
+                        .at(q.span()));
+                    }
+                    Ok(sort_with(key, options))
+                })
+                .collect::<Result<Vec<_>, SqlError>>()?;
+            return Ok(b.sort(keys)?);
+        }
+        if order.is_empty() {
+            return Ok(b);
+        }
+        let keys = order
+            .iter()
+            .map(|o| {
+                let mut written = &o.expr;
+                while let ast::Expr::Nested(inner) = written {
+                    written = inner;
+                }
+                let text = written.to_string();
+                let by_text = || out.fields().iter().position(|f| f.name == text);
+                let key = match self.output_key(&o.expr, &out, &[])?.or_else(by_text) {
+                    Some(i) => Expr::Column(out.field(i).column_ref()),
+                    None => self.expr(&o.expr, &out)?,
+                };
+                Ok(sort_expr(key, o))
+            })
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        Ok(b.sort(keys)?)
+    }
+
     fn query_body(&self, q: &ast::Query) -> Result<PlanBuilder, SqlError> {
         // `ORDER BY ALL`: every output column, left to right, each in the direction given.
         let (order, order_all) = match &q.order_by {
@@ -79,42 +129,20 @@ impl Binder<'_> {
             return self.set_over_domain(id, q, &domain, &order);
         }
         let mut b = match q.body.as_ref() {
-            ast::SetExpr::Select(s) => self.select_ordered(s, &order, order_all)?,
+            ast::SetExpr::Select(s) => match super::grouping_sets::grouping_sets(&s.group_by)
+                .map_err(|e| e.at(s.span()))?
+            {
+                // Bound once per grouping set: the concatenation is ordered as a set
+                // operation's output is.
+                Some(grouping) => {
+                    let b = self.grouping_sets_select(s, grouping)?;
+                    self.order_output(b, &order, order_all, q)?
+                }
+                None => self.select_ordered(s, &order, order_all)?,
+            },
             body => {
                 let b = self.set_expr(body)?;
-                if let Some(options) = order_all {
-                    let out = b.schema().clone();
-                    let keys = (0..out.len())
-                        .map(|i| {
-                            let key = Expr::Column(out.field(i).column_ref());
-                            if !out.has(&out.field(i).column_ref()) {
-                                return Err(SqlError::invalid(format!(
-                                    "ORDER BY ALL: output column {} ({}) is ambiguous; alias it",
-                                    i + 1,
-                                    out.field(i).name
-                                ))
-                                .at(q.span()));
-                            }
-                            Ok(sort_with(key, options))
-                        })
-                        .collect::<Result<Vec<_>, SqlError>>()?;
-                    b.sort(keys)?
-                } else if order.is_empty() {
-                    b
-                } else {
-                    let out = b.schema().clone();
-                    let keys = order
-                        .iter()
-                        .map(|o| {
-                            let key = match self.output_key(&o.expr, &out, &[])? {
-                                Some(i) => Expr::Column(out.field(i).column_ref()),
-                                None => self.expr(&o.expr, &out)?,
-                            };
-                            Ok(sort_expr(key, o))
-                        })
-                        .collect::<Result<Vec<_>, SqlError>>()?;
-                    b.sort(keys)?
-                }
+                self.order_output(b, &order, order_all, q)?
             }
         };
         let (limit, offset) = self.limit(q)?;
@@ -306,7 +334,10 @@ impl Binder<'_> {
         order_all: Option<&ast::OrderByOptions>,
     ) -> Result<PlanBuilder, SqlError> {
         let outer = self.windows.replace(s.named_window.clone());
+        let branch = self.next_grouping.borrow_mut().take();
+        let outer_grouping = self.grouping.replace(branch);
         let b = self.select_block(s, order, order_all);
+        self.grouping.replace(outer_grouping);
         self.windows.replace(outer);
         b
     }
@@ -601,15 +632,26 @@ impl Binder<'_> {
 
         // GROUP BY keys: an ordinal or alias of the select list, or an input expression.
         let mut group = Vec::new();
+        // Grouping expressions this block's grouping set leaves out: NULL in its rows.
+        let mut nulled: Vec<Expr> = Vec::new();
         match &s.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) => {
-                if !modifiers.is_empty() {
-                    return Err(
-                        SqlError::unsupported("GROUP BY modifiers (ROLLUP, CUBE, ...)")
-                            .at(s.span()),
-                    );
-                }
-                for g in exprs {
+                // Bound for one grouping set: its keys, and the other grouping expressions
+                // to read as NULL.
+                let branch = self.grouping.borrow().clone();
+                let keys: Vec<&ast::Expr> = match &branch {
+                    Some(b) => b.keys.iter().collect(),
+                    None if !modifiers.is_empty() => {
+                        return Err(SqlError::unsupported("GROUP BY modifiers").at(s.span()))
+                    }
+                    None => exprs.iter().collect(),
+                };
+                let others: Vec<&ast::Expr> = match &branch {
+                    Some(b) => b.all.iter().filter(|g| !b.keys.contains(g)).collect(),
+                    None => Vec::new(),
+                };
+                for (n, g) in keys.iter().chain(&others).enumerate() {
+                    let g = *g;
                     let by_output = match g {
                         ast::Expr::Identifier(i) if input.has(&ColumnRef::new(i.value.clone())) => {
                             None
@@ -627,7 +669,11 @@ impl Binder<'_> {
                     }
                     // A key may read a subquery's column, joined in before the aggregate.
                     let scope = self.pending_scope(&input, pending);
-                    group.push(coerce(e, &scope).map_err(|err| SqlError::from(err).at(g.span()))?);
+                    let e = coerce(e, &scope).map_err(|err| SqlError::from(err).at(g.span()))?;
+                    match n < keys.len() {
+                        true => group.push(e),
+                        false => nulled.push(e),
+                    }
                 }
             }
             ast::GroupByExpr::All(modifiers) => {
@@ -704,8 +750,15 @@ impl Binder<'_> {
         }
         let qualify_span = s.qualify.as_ref().map_or(s.span(), |q| q.span());
 
-        let user_grouped = !group.is_empty();
-        let aggregating = !group.is_empty()
+        let grouping_set = self.grouping.borrow().is_some();
+        if grouping_set && correlation.is_some() {
+            return Err(SqlError::unsupported(
+                "ROLLUP, CUBE or GROUPING SETS in a correlated subquery",
+            )
+            .at(s.span()));
+        }
+        let user_grouped = !group.is_empty() || grouping_set;
+        let aggregating = user_grouped
             || items.iter().any(|it| it.expr.contains_aggregate())
             || having.as_ref().is_some_and(|(h, _)| h.contains_aggregate())
             || qualify_expr.as_ref().is_some_and(Expr::contains_aggregate)
@@ -813,8 +866,20 @@ impl Binder<'_> {
             // Uncorrelated subqueries in the select list or HAVING join the aggregate's output.
             b = self.apply_pending(b, pending, true)?;
             let joined = b.schema().clone();
+            let nulled_types = nulled
+                .iter()
+                .map(|e| e.data_type(&scope))
+                .collect::<Result<Vec<_>, _>>()?;
+            let qualified_nulled: Vec<Expr> = nulled.iter().map(qualify).collect();
             let rewrite = |e: Expr| -> Expr {
                 e.replace(&mut |x: &Expr| {
+                    let left_out = nulled.iter().position(|g| g == x).or_else(|| {
+                        let q = qualify(x);
+                        qualified_nulled.iter().position(|g| *g == q)
+                    });
+                    if let Some(j) = left_out {
+                        return Some(Expr::Literal(ScalarValue::Null).cast(nulled_types[j]));
+                    }
                     let key = group.iter().position(|g| g == x).or_else(|| {
                         let q = x.has_at_most_nodes(key_nodes).then(|| qualify(x))?;
                         qualified_group.iter().position(|g| *g == q)
@@ -839,7 +904,12 @@ impl Binder<'_> {
                 Ok(())
             };
             for it in items.iter_mut() {
+                let name = it.expr.output_name();
                 it.expr = rewrite(it.expr.clone());
+                // A key this grouping set reads as NULL keeps its column's name.
+                if !nulled.is_empty() && it.expr.output_name() != name {
+                    it.expr = it.expr.clone().unalias().alias(name);
+                }
                 check(&it.expr, it.span)?;
             }
             if let Some(q) = qualify_expr.take() {
@@ -914,6 +984,12 @@ impl Binder<'_> {
                 collect_windows(e)
             }
         });
+        if !windows.is_empty() && grouping_set {
+            return Err(SqlError::unsupported(
+                "window functions with ROLLUP, CUBE or GROUPING SETS",
+            )
+            .at(s.span()));
+        }
         if !windows.is_empty() {
             // In a correlated subquery a window sees one outer row's rows: it is partitioned
             // by the keys first (read through their select items, which are rewritten over
