@@ -425,7 +425,7 @@ impl Binder<'_> {
                 "ORDER BY or other clauses inside {name}()"
             )));
         }
-        let distinct = matches!(
+        let mut distinct = matches!(
             list.duplicate_treatment,
             Some(ast::DuplicateTreatment::Distinct)
         );
@@ -459,6 +459,11 @@ impl Binder<'_> {
         let (mut args, star) = self.function_args(&name, list, scope)?;
         if !f.within_group.is_empty() {
             args = self.within_group(&name, f, args, scope)?;
+        }
+        if matches!(kind, FunctionKind::ApproxCountDistinct) {
+            // Answered exactly: count(DISTINCT x) (an estimate may be exact).
+            kind = FunctionKind::Aggregate(AggFunc::Count);
+            distinct = true;
         }
         if matches!(kind, FunctionKind::CountIf) {
             // count_if(c) counts the rows where c holds: count(CASE WHEN c THEN 1 END).
@@ -553,7 +558,7 @@ impl Binder<'_> {
                 plain(&name)?;
                 self.constant_function(&kind, &name, args, scope)?
             }
-            FunctionKind::CountIf | FunctionKind::Grouping => {
+            FunctionKind::CountIf | FunctionKind::ApproxCountDistinct | FunctionKind::Grouping => {
                 return Err(SqlError::invalid(format!(
                     "internal: {name}() was not rewritten"
                 )))

@@ -21,6 +21,8 @@ pub enum FunctionKind {
     Today,
     /// `count_if(c)`: `count(CASE WHEN c THEN 1 END)`.
     CountIf,
+    /// `approx_count_distinct(x)`: answered exactly, as `count(DISTINCT x)`.
+    ApproxCountDistinct,
     /// `mod(a, b)`: `a % b`.
     Mod,
     /// `grouping(a, ...)` / `grouping_id`: which arguments this grouping set leaves out.
@@ -140,6 +142,7 @@ const NAMES: &[&str] = &[
     "epoch",
     "grouping",
     "grouping_id",
+    "approx_count_distinct",
 ];
 
 pub fn lookup(name: &str) -> Option<FunctionKind> {
@@ -237,6 +240,7 @@ pub fn lookup(name: &str) -> Option<FunctionKind> {
         "monthname" => S(ScalarFunc::MonthName),
         "epoch" => S(ScalarFunc::Epoch),
         "grouping" | "grouping_id" => FunctionKind::Grouping,
+        "approx_count_distinct" => FunctionKind::ApproxCountDistinct,
         _ => return None,
     })
 }
