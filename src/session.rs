@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -32,7 +33,8 @@ pub(crate) enum Object {
 struct State {
     /// Tables and views by lower-cased name.
     tables: RwLock<BTreeMap<String, Entry>>,
-    threads: usize,
+    /// Worker threads per query (`SET threads = n`).
+    threads: AtomicUsize,
     /// Optimizer rules switched off (by name).
     disabled_rules: RwLock<Vec<String>>,
 }
@@ -59,14 +61,43 @@ impl Session {
         Self {
             state: Arc::new(State {
                 tables: RwLock::default(),
-                threads: threads.max(1),
+                threads: AtomicUsize::new(threads.max(1)),
                 disabled_rules: RwLock::default(),
             }),
         }
     }
 
     pub fn threads(&self) -> usize {
-        self.state.threads
+        self.state.threads.load(Ordering::Relaxed)
+    }
+
+    /// Runs this session's later queries on `threads` workers (`SET threads = n`); results
+    /// are the same for any count.
+    pub fn set_threads(&self, threads: usize) -> Result<()> {
+        if threads == 0 {
+            return Err(Error::Invalid("threads must be at least 1".into()));
+        }
+        self.state.threads.store(threads, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `SET name = value`, or `RESET name` (`value` None): `threads` (also
+    /// `worker_threads`; RESET: `MORSEL_THREADS` or all cores).
+    pub(crate) fn apply_setting(&self, name: &str, value: Option<&str>) -> Result<()> {
+        match name {
+            "threads" | "worker_threads" => {
+                let n = match value {
+                    None => ExecContext::default().threads,
+                    Some(v) => v.trim().parse::<usize>().map_err(|_| {
+                        Error::Invalid(format!("SET threads takes a positive integer, got {v}"))
+                    })?,
+                };
+                self.set_threads(n)
+            }
+            other => Err(Error::Invalid(format!(
+                "unknown setting {other}; settings: threads, disabled_optimizers"
+            ))),
+        }
     }
 
     /// Switches optimizer rules off by name (`simplify_expressions`, `push_down_filter`,
@@ -91,7 +122,7 @@ impl Session {
     }
 
     pub(crate) fn exec_context(&self) -> ExecContext {
-        let mut ctx = ExecContext::new(self.state.threads);
+        let mut ctx = ExecContext::new(self.threads());
         ctx.fusion = !guard::read(&self.state.disabled_rules)
             .iter()
             .any(|r| r.eq_ignore_ascii_case("fuse_expressions"));
@@ -332,6 +363,17 @@ pub struct StatementDone {
 impl Catalog for Session {
     fn table(&self, name: &str) -> Option<TableSource> {
         self.lookup(name)
+    }
+
+    fn setting(&self, name: &str) -> Option<morsel_storage::ScalarValue> {
+        use morsel_storage::ScalarValue;
+        match name.to_ascii_lowercase().as_str() {
+            "threads" | "worker_threads" => Some(ScalarValue::Int64(self.threads() as i64)),
+            "disabled_optimizers" => Some(ScalarValue::Utf8(
+                guard::read(&self.state.disabled_rules).join(","),
+            )),
+            _ => None,
+        }
     }
 
     fn view(&self, name: &str) -> Option<morsel_sql::ast::Query> {

@@ -238,6 +238,10 @@ impl Session {
                     .map_err(|e| Error::Invalid(format!("cannot write {path}: {e}")))?;
                 count_result(result.num_rows())
             }
+            Statement::Set { name, value } => {
+                self.apply_setting(&name, value.as_deref())?;
+                Ok(empty_result())
+            }
             Statement::SetDisabledRules(names) => {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 self.set_disabled_rules(&names)?;

@@ -24,6 +24,12 @@ pub trait Catalog {
     /// Runs query `sql` and returns its EXPLAIN ANALYZE profile as a table, one row per
     /// pipeline stage (`FROM explain_analyze('SELECT ...')`). Hosts that cannot run queries
     /// keep this default, an error.
+    /// A setting's current value (`current_setting('threads')`), if the host has one of
+    /// that name (case-insensitive).
+    fn setting(&self, name: &str) -> Option<morsel_storage::ScalarValue> {
+        let _ = name;
+        None
+    }
     fn query_profile(&self, sql: &str) -> Result<TableSource, SqlError> {
         let _ = sql;
         Err(SqlError::unsupported(

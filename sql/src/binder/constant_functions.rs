@@ -1,5 +1,5 @@
 //! Functions the binder answers with a constant: `typeof(x)` (the name of x's type, known
-//! once x is bound), `version()`, `pi()`, and the statement's clock (`now()`,
+//! once x is bound), `version()`, `pi()`, `current_setting('name')`, and the statement's clock (`now()`,
 //! `current_timestamp`, `current_date`, `today()`), read once per statement so that every
 //! call in it sees the same instant, as in DuckDB (where it is the transaction's start).
 
@@ -50,6 +50,17 @@ impl Binder<'_> {
                 FunctionKind::Version => {
                     arity(0)?;
                     ScalarValue::Utf8(concat!("v", env!("CARGO_PKG_VERSION")).into())
+                }
+                FunctionKind::CurrentSetting => {
+                    arity(1)?;
+                    let Expr::Literal(ScalarValue::Utf8(setting)) = &args[0] else {
+                        return Err(SqlError::invalid(
+                            "current_setting() takes the setting's name as a constant string",
+                        ));
+                    };
+                    self.catalog.setting(setting).ok_or_else(|| {
+                        SqlError::invalid(format!("there is no setting named {setting}"))
+                    })?
                 }
                 FunctionKind::Pi => {
                     arity(0)?;

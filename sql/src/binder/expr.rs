@@ -551,6 +551,7 @@ impl Binder<'_> {
                 }
             }
             FunctionKind::TypeOf
+            | FunctionKind::CurrentSetting
             | FunctionKind::Version
             | FunctionKind::Pi
             | FunctionKind::Now

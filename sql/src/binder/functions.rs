@@ -21,6 +21,8 @@ pub enum FunctionKind {
     Today,
     /// `count_if(c)`: `count(CASE WHEN c THEN 1 END)`.
     CountIf,
+    /// `current_setting('name')`: a setting's value, a constant.
+    CurrentSetting,
     /// `approx_count_distinct(x)`: answered exactly, as `count(DISTINCT x)`.
     ApproxCountDistinct,
     /// `mod(a, b)`: `a % b`.
@@ -143,6 +145,7 @@ const NAMES: &[&str] = &[
     "grouping",
     "grouping_id",
     "approx_count_distinct",
+    "current_setting",
 ];
 
 pub fn lookup(name: &str) -> Option<FunctionKind> {
@@ -241,6 +244,7 @@ pub fn lookup(name: &str) -> Option<FunctionKind> {
         "epoch" => S(ScalarFunc::Epoch),
         "grouping" | "grouping_id" => FunctionKind::Grouping,
         "approx_count_distinct" => FunctionKind::ApproxCountDistinct,
+        "current_setting" => FunctionKind::CurrentSetting,
         _ => return None,
     })
 }

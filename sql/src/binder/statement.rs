@@ -82,6 +82,12 @@ pub enum Statement {
     },
     /// `SET disabled_optimizers = 'rule, rule'`: optimizer rules to switch off.
     SetDisabledRules(Vec<String>),
+    /// `SET name = value` (`value` the constant's text) or `RESET name` (`None`) for a
+    /// setting other than `disabled_optimizers`; the host checks the name and value.
+    Set {
+        name: String,
+        value: Option<String>,
+    },
     /// `COPY (query) TO 'file'` / `COPY table TO 'file'`.
     CopyTo {
         plan: LogicalPlan,
@@ -190,6 +196,41 @@ impl Binder<'_> {
                         .collect(),
                 ))
             }
+            ast::Statement::Set(ast::Set::SingleAssignment {
+                variable, values, ..
+            }) => {
+                let value = match values.as_slice() {
+                    [ast::Expr::Value(v)] => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    [ast::Expr::Identifier(i)] => i.value.clone(),
+                    _ => {
+                        return Err(
+                            SqlError::invalid(format!("SET {variable} takes one constant"))
+                                .at(stmt.span()),
+                        )
+                    }
+                };
+                Ok(Statement::Set {
+                    name: variable.to_string().to_ascii_lowercase(),
+                    value: Some(value),
+                })
+            }
+            ast::Statement::Reset(r) => match &r.reset {
+                ast::Reset::ConfigurationParameter(name)
+                    if name.to_string().eq_ignore_ascii_case("disabled_optimizers") =>
+                {
+                    Ok(Statement::SetDisabledRules(Vec::new()))
+                }
+                ast::Reset::ConfigurationParameter(name) => Ok(Statement::Set {
+                    name: name.to_string().to_ascii_lowercase(),
+                    value: None,
+                }),
+                _ => {
+                    Err(SqlError::unsupported("RESET ALL or SESSION AUTHORIZATION").at(stmt.span()))
+                }
+            },
             other => Err(SqlError::unsupported(format!(
                 "the {} statement",
                 super::statement_kind(other)
