@@ -420,11 +420,15 @@ impl Binder<'_> {
         if f.over.is_some() {
             return self.window_function(f, &name, list, scope);
         }
-        if !list.clauses.is_empty() {
-            return Err(SqlError::unsupported(format!(
-                "ORDER BY or other clauses inside {name}()"
-            )));
-        }
+        let order = match list.clauses.as_slice() {
+            [] => None,
+            [ast::FunctionArgumentClause::OrderBy(order)] => Some(order),
+            _ => {
+                return Err(SqlError::unsupported(format!(
+                    "clauses other than ORDER BY inside {name}()"
+                )))
+            }
+        };
         let mut distinct = matches!(
             list.duplicate_treatment,
             Some(ast::DuplicateTreatment::Distinct)
@@ -476,6 +480,22 @@ impl Binder<'_> {
                 otherwise: None,
             }];
             kind = FunctionKind::Aggregate(AggFunc::Count);
+        }
+        if let Some(order) = order {
+            match kind {
+                // The one aggregate whose answer depends on its input's order: the block
+                // sorts its input by this ORDER BY before aggregating.
+                FunctionKind::Aggregate(AggFunc::StringAgg) => {
+                    self.aggregate_orders.borrow_mut().push(order.clone())
+                }
+                // The others' answers do not depend on it.
+                FunctionKind::Aggregate(_) => {}
+                _ => {
+                    return Err(SqlError::invalid(format!(
+                        "ORDER BY inside {name}(), which is not an aggregate"
+                    )))
+                }
+            }
         }
         let plain = |what: &str| -> Result<(), SqlError> {
             if star || distinct || f.filter.is_some() {

@@ -174,6 +174,9 @@ pub(crate) struct Binder<'a> {
     /// The grouping set the next select block is bound for (ROLLUP, CUBE, GROUPING SETS),
     /// and the one of the block being bound.
     next_grouping: RefCell<Option<grouping_sets::GroupingBranch>>,
+    /// The ORDER BY clauses of the order-sensitive aggregate calls (`string_agg(x, ','
+    /// ORDER BY y)`) of the select block being bound.
+    aggregate_orders: RefCell<Vec<Vec<ast::OrderByExpr>>>,
     grouping: RefCell<Option<grouping_sets::GroupingBranch>>,
 }
 
@@ -194,6 +197,7 @@ impl<'a> Binder<'a> {
             clock: Cell::new(None),
             windows: RefCell::default(),
             next_grouping: RefCell::default(),
+            aggregate_orders: RefCell::default(),
             grouping: RefCell::default(),
         }
     }

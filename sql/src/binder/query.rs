@@ -336,7 +336,9 @@ impl Binder<'_> {
         let outer = self.windows.replace(s.named_window.clone());
         let branch = self.next_grouping.borrow_mut().take();
         let outer_grouping = self.grouping.replace(branch);
+        let outer_orders = self.aggregate_orders.take();
         let b = self.select_block(s, order, order_all);
+        self.aggregate_orders.replace(outer_orders);
         self.grouping.replace(outer_grouping);
         self.windows.replace(outer);
         b
@@ -858,6 +860,34 @@ impl Binder<'_> {
                 .collect();
             if !needed.is_empty() {
                 b = self.apply_pending_reading(b, pending, &needed)?;
+            }
+            // Ordered aggregates (`string_agg(x, ',' ORDER BY y)`) see their input sorted
+            // (the aggregate keeps input order); all of a block's must agree on the order.
+            let orders = self.aggregate_orders.take();
+            if let Some(first) = orders.first() {
+                let text = |o: &[ast::OrderByExpr]| {
+                    o.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                if orders.iter().any(|o| text(o) != text(first)) {
+                    return Err(SqlError::unsupported(
+                        "aggregates ordered by different ORDER BY clauses in one query block",
+                    )
+                    .at(s.span()));
+                }
+                let sort_scope = b.schema().clone();
+                let keys = first
+                    .iter()
+                    .map(|o| {
+                        let e = self.expr(&o.expr, &input)?;
+                        let e = coerce(e, &sort_scope)
+                            .map_err(|err| SqlError::from(err).at(o.expr.span()))?;
+                        Ok(sort_expr(e, o))
+                    })
+                    .collect::<Result<Vec<_>, SqlError>>()?;
+                b = b.sort(keys).map_err(|e| SqlError::from(e).at(s.span()))?;
             }
             b = b
                 .aggregate(group.clone(), aggs.clone())
