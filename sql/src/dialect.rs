@@ -1,5 +1,5 @@
 //! The SQL dialect morsel parses: sqlparser's DuckDB dialect, plus the DuckDB syntax that
-//! dialect does not switch on (`* RENAME (a AS b)`).
+//! dialect does not switch on (`* RENAME (a AS b)`, `first_value(x IGNORE NULLS)`).
 //!
 //! sqlparser asks a dialect both through its methods and, in many places, by type
 //! (`dialect_of!(self is DuckDbDialect)`, which compares [`Dialect::dialect`]). This
@@ -29,6 +29,10 @@ impl Dialect for MorselDialect {
     }
 
     fn supports_select_wildcard_rename(&self) -> bool {
+        true
+    }
+
+    fn supports_window_function_null_treatment_arg(&self) -> bool {
         true
     }
 
@@ -106,8 +110,12 @@ mod tests {
             let duckdb = Parser::parse_sql(&DuckDbDialect {}, sql).map(|s| format!("{s:?}"));
             assert_eq!(ours, duckdb, "{sql}");
         }
-        let rename = "SELECT * RENAME (a AS b) FROM t";
-        assert!(Parser::parse_sql(&MorselDialect, rename).is_ok());
-        assert!(Parser::parse_sql(&DuckDbDialect {}, rename).is_err());
+        for ours_only in [
+            "SELECT * RENAME (a AS b) FROM t",
+            "SELECT first_value(x IGNORE NULLS) OVER (ORDER BY y) FROM t",
+        ] {
+            assert!(Parser::parse_sql(&MorselDialect, ours_only).is_ok());
+            assert!(Parser::parse_sql(&DuckDbDialect {}, ours_only).is_err());
+        }
     }
 }

@@ -29,6 +29,8 @@ pub struct WindowSpec {
     /// (key, ascending, nulls first)
     pub order_by: Vec<(PhysExpr, bool, bool)>,
     pub frame: WindowFrame,
+    /// `IGNORE NULLS`: first_value, last_value and nth_value skip the frame's NULLs.
+    pub ignore_nulls: bool,
     pub ty: DataType,
 }
 
@@ -52,6 +54,7 @@ impl WindowSpec {
                 .map(|o| Ok((compile(&o.expr)?, o.asc, o.nulls_first)))
                 .collect::<ExecResult<_>>()?,
             frame: w.frame,
+            ignore_nulls: w.ignore_nulls,
             ty,
         })
     }
@@ -439,16 +442,8 @@ impl Ctx<'_> {
             .collect();
         let ty = self.spec.ty;
         match self.spec.func {
-            WindowFunc::FirstValue | WindowFunc::LastValue => {
-                let first = self.spec.func == WindowFunc::FirstValue;
-                let source: Vec<u32> = frames
-                    .iter()
-                    .map(|&(s, e)| match (s < e, first) {
-                        (false, _) => u32::MAX,
-                        (true, true) => self.order[s],
-                        (true, false) => self.order[e - 1],
-                    })
-                    .collect();
+            WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue => {
+                let source = self.frame_positions(&frames)?;
                 Ok(self.args[0].take(&source))
             }
             WindowFunc::Aggregate(AggFunc::CountStar) => {
@@ -462,6 +457,62 @@ impl Ctx<'_> {
                 other.name()
             ))),
         }
+    }
+
+    /// For first_value, last_value and nth_value: per sorted position, the row its frame
+    /// reads (u32::MAX for NULL: an empty frame, or one without an n-th row). With IGNORE
+    /// NULLS the frame's rows are its non-NULL values.
+    fn frame_positions(&self, frames: &[(usize, usize)]) -> ExecResult<Vec<u32>> {
+        let func = self.spec.func;
+        let arg = &self.args[0];
+        // The n of nth_value, read on each row (1-based; below 1 is an error).
+        let nth = |k: usize| -> ExecResult<Option<usize>> {
+            if func != WindowFunc::NthValue {
+                return Ok(Some(1));
+            }
+            let n = match self.args[1].scalar_at(self.order[k] as usize) {
+                ScalarValue::Int64(n) => n,
+                _ => return Ok(None),
+            };
+            if n < 1 {
+                return Err(ExecError::InvalidArgument(format!(
+                    "nth_value(): the position must be at least 1, got {n}"
+                )));
+            }
+            Ok(usize::try_from(n).ok())
+        };
+        // Sorted positions whose value is not NULL, and how many come before each position.
+        let (valid, before): (Vec<usize>, Vec<usize>) = if self.spec.ignore_nulls {
+            let valid: Vec<usize> = (0..self.order.len())
+                .filter(|&p| arg.is_valid(self.order[p] as usize))
+                .collect();
+            let mut before = vec![0usize; self.order.len() + 1];
+            for p in 0..self.order.len() {
+                before[p + 1] = before[p] + arg.is_valid(self.order[p] as usize) as usize;
+            }
+            (valid, before)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let mut source = Vec::with_capacity(frames.len());
+        for (k, &(s, e)) in frames.iter().enumerate() {
+            let pos = match (self.spec.ignore_nulls, func) {
+                (_, _) if s >= e => None,
+                (false, WindowFunc::LastValue) => Some(e - 1),
+                (false, _) => nth(k)?
+                    .and_then(|n| s.checked_add(n - 1))
+                    .filter(|&p| p < e),
+                (true, WindowFunc::LastValue) => {
+                    (before[e] > before[s]).then(|| valid[before[e] - 1])
+                }
+                (true, _) => nth(k)?
+                    .and_then(|n| before[s].checked_add(n - 1))
+                    .filter(|&i| i < before[e])
+                    .map(|i| valid[i]),
+            };
+            source.push(pos.map_or(u32::MAX, |p| self.order[p]));
+        }
+        Ok(source)
     }
 
     fn aggregate(
@@ -654,6 +705,7 @@ mod tests {
             partition_by: vec![PhysExpr::Column(0)],
             order_by: vec![(PhysExpr::Column(1), true, false)],
             frame,
+            ignore_nulls: false,
             ty: match func {
                 WindowFunc::RowNumber => DataType::Int64,
                 _ => DataType::Float64,

@@ -343,6 +343,7 @@ fn coerce_window(w: super::WindowExpr, schema: &PlanSchema) -> PlanResult<Expr> 
     let (min, max) = match w.func {
         W::RowNumber | W::Rank | W::DenseRank => (0, 0),
         W::Ntile | W::FirstValue | W::LastValue => (1, 1),
+        W::NthValue => (2, 2),
         W::Lag | W::Lead => (1, 3),
         W::Aggregate(a) => (a.arity(), a.arity()),
     };
@@ -401,6 +402,18 @@ fn coerce_window(w: super::WindowExpr, schema: &PlanSchema) -> PlanResult<Expr> 
                 )));
             }
             vec![cast(n, t, DataType::Int64)?]
+        }
+        W::NthValue => {
+            let mut it = w.args.into_iter();
+            let (x, _) = typed(it.next().expect("checked"), schema)?;
+            let (n, t) = typed(it.next().expect("checked"), schema)?;
+            if !t.is_integer() {
+                return Err(PlanError::mismatch(format!(
+                    "nth_value() takes an integer position, got {} ({n})",
+                    t.sql_name()
+                )));
+            }
+            vec![x, cast(n, t, DataType::Int64)?]
         }
         W::Lag | W::Lead => {
             let mut it = w.args.into_iter();

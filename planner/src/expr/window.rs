@@ -20,6 +20,8 @@ pub enum WindowFunc {
     Lead,
     FirstValue,
     LastValue,
+    /// `nth_value(x, n)`: the value at the frame's n-th row (1-based), NULL past its end.
+    NthValue,
     /// An aggregate over the frame.
     Aggregate(AggFunc),
 }
@@ -35,6 +37,7 @@ impl WindowFunc {
             WindowFunc::Lead => "lead",
             WindowFunc::FirstValue => "first_value",
             WindowFunc::LastValue => "last_value",
+            WindowFunc::NthValue => "nth_value",
             WindowFunc::Aggregate(a) => a.name(),
         }
     }
@@ -43,7 +46,10 @@ impl WindowFunc {
     pub fn uses_frame(self) -> bool {
         matches!(
             self,
-            WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::Aggregate(_)
+            WindowFunc::FirstValue
+                | WindowFunc::LastValue
+                | WindowFunc::NthValue
+                | WindowFunc::Aggregate(_)
         )
     }
 }
@@ -108,6 +114,9 @@ pub struct WindowExpr {
     pub partition_by: Vec<Expr>,
     pub order_by: Vec<SortExpr>,
     pub frame: WindowFrame,
+    /// `IGNORE NULLS` (first_value, last_value, nth_value): the frame's NULL values are
+    /// skipped.
+    pub ignore_nulls: bool,
 }
 
 impl WindowExpr {
@@ -118,9 +127,11 @@ impl WindowExpr {
             | WindowFunc::Rank
             | WindowFunc::DenseRank
             | WindowFunc::Ntile => DataType::Int64,
-            WindowFunc::Lag | WindowFunc::Lead | WindowFunc::FirstValue | WindowFunc::LastValue => {
-                arg.unwrap_or(DataType::Null)
-            }
+            WindowFunc::Lag
+            | WindowFunc::Lead
+            | WindowFunc::FirstValue
+            | WindowFunc::LastValue
+            | WindowFunc::NthValue => arg.unwrap_or(DataType::Null),
             WindowFunc::Aggregate(a) => match a {
                 AggFunc::Count | AggFunc::CountStar => DataType::Int64,
                 AggFunc::Sum => match arg {
@@ -140,9 +151,14 @@ impl fmt::Display for WindowExpr {
         let star = self.func == WindowFunc::Aggregate(AggFunc::CountStar);
         write!(
             f,
-            "{}({}) OVER (",
+            "{}({}){} OVER (",
             self.func.name(),
-            if star { "*".into() } else { args.join(", ") }
+            if star { "*".into() } else { args.join(", ") },
+            if self.ignore_nulls {
+                " IGNORE NULLS"
+            } else {
+                ""
+            }
         )?;
         let mut sep = "";
         if !self.partition_by.is_empty() {

@@ -120,6 +120,7 @@ fn numbered(input: PlanBuilder, name: &str) -> Result<PlanBuilder, SqlError> {
         partition_by: vec![],
         order_by: vec![],
         frame: WindowFrame::default_for(false),
+        ignore_nulls: false,
     }));
     Ok(input.window(vec![number.alias(name.to_string())])?)
 }

@@ -408,6 +408,7 @@ pub(crate) fn number_per_key(
         partition_by,
         order_by,
         frame,
+        ignore_nulls: false,
     }));
     let b = b.window(vec![row.alias("__row")])?;
     let n = Expr::Column(ColumnRef::new("__row"));

@@ -380,6 +380,7 @@ impl Binder<'_> {
             partition_by,
             order_by,
             frame: morsel_planner::WindowFrame::default_for(!order.is_empty()),
+            ignore_nulls: false,
         }));
         Ok(number.eq(Expr::Literal(ScalarValue::Int64(1))))
     }
@@ -1438,6 +1439,7 @@ fn set_difference(
                 partition_by: cols.iter().map(|c| col(c)).collect(),
                 order_by: vec![],
                 frame: morsel_planner::WindowFrame::default_for(false),
+                ignore_nulls: false,
             }));
             b = b.window(vec![number.alias("__dup")])?;
         }

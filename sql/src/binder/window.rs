@@ -83,9 +83,20 @@ impl Binder<'_> {
             None => return Err(SqlError::invalid(format!("{name}() has no OVER clause"))),
         };
         let spec = &spec;
+        // `f(x) IGNORE NULLS OVER ...` or `f(x IGNORE NULLS) OVER ...`.
+        let mut treatment = f.null_treatment;
+        let mut clauses = 0;
+        for c in &list.clauses {
+            if let ast::FunctionArgumentClause::IgnoreOrRespectNulls(t) = c {
+                treatment = Some(*t);
+            } else {
+                clauses += 1;
+            }
+        }
+        let ignore_nulls = treatment == Some(ast::NullTreatment::IgnoreNulls);
         if f.filter.is_some()
             || list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)
-            || !list.clauses.is_empty()
+            || clauses > 0
         {
             return Err(SqlError::unsupported(format!(
                 "DISTINCT, FILTER or ORDER BY inside the window function {name}()"
@@ -101,6 +112,7 @@ impl Binder<'_> {
             "lead" => WindowFunc::Lead,
             "first_value" => WindowFunc::FirstValue,
             "last_value" => WindowFunc::LastValue,
+            "nth_value" => WindowFunc::NthValue,
             _ => match functions::lookup(name) {
                 Some(FunctionKind::Aggregate(AggFunc::Count)) if star => {
                     WindowFunc::Aggregate(AggFunc::CountStar)
@@ -133,12 +145,23 @@ impl Binder<'_> {
             None => WindowFrame::default_for(!order_by.is_empty()),
             Some(fr) => frame(fr, !order_by.is_empty())?,
         };
+        if ignore_nulls
+            && !matches!(
+                func,
+                WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue
+            )
+        {
+            return Err(SqlError::unsupported(format!(
+                "IGNORE NULLS in {name}() (first_value, last_value and nth_value take it)"
+            )));
+        }
         Ok(Expr::Window(Box::new(WindowExpr {
             func,
             args,
             partition_by,
             order_by,
             frame,
+            ignore_nulls,
         })))
     }
 }
