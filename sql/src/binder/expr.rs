@@ -470,16 +470,20 @@ impl Binder<'_> {
             distinct = true;
         }
         if matches!(kind, FunctionKind::CountIf) {
-            // count_if(c) counts the rows where c holds: count(CASE WHEN c THEN 1 END).
+            // count_if(c) counts the rows where c holds, and like DuckDB's is NULL where c
+            // is never true or false: sum(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END).
             let [c]: [Expr; 1] = args
                 .try_into()
                 .map_err(|_| SqlError::invalid("count_if() takes 1 argument"))?;
             args = vec![Expr::Case {
                 operand: None,
-                branches: vec![(c, Expr::Literal(ScalarValue::Int32(1)))],
+                branches: vec![
+                    (c.clone(), Expr::Literal(ScalarValue::Int32(1))),
+                    (Expr::Not(Box::new(c)), Expr::Literal(ScalarValue::Int32(0))),
+                ],
                 otherwise: None,
             }];
-            kind = FunctionKind::Aggregate(AggFunc::Count);
+            kind = FunctionKind::Aggregate(AggFunc::Sum);
         }
         if let Some(order) = order {
             match kind {

@@ -19,7 +19,8 @@ pub enum FunctionKind {
     Pi,
     Now,
     Today,
-    /// `count_if(c)`: `count(CASE WHEN c THEN 1 END)`.
+    /// `count_if(c)`: `sum(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END)` (NULL over no
+    /// non-NULL c, as DuckDB answers).
     CountIf,
     /// `current_setting('name')`: a setting's value, a constant.
     CurrentSetting,
