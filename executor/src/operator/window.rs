@@ -355,6 +355,35 @@ impl Ctx<'_> {
         } else {
             None
         };
+        // For GROUPS: each position's peer group, and where each group starts and ends.
+        let (group_of, group_starts, group_ends) = if f.units == FrameUnits::Groups {
+            let mut group_of = Vec::with_capacity(p.end - p.start);
+            let (mut gs, mut ge): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+            for i in 0..p.end - p.start {
+                if gs.last() != Some(&starts[i]) {
+                    gs.push(starts[i]);
+                    ge.push(ends[i]);
+                }
+                group_of.push(gs.len() - 1);
+            }
+            (group_of, gs, ge)
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
+        // The start (or end) of the peer group `delta` groups from position k's, clamped to
+        // the partition.
+        let group_bound = |k: usize, delta: i64, is_start: bool| -> usize {
+            let g = (group_of[k - p.start] as i64).saturating_add(delta);
+            if g < 0 {
+                p.start
+            } else if g >= group_starts.len() as i64 {
+                p.end
+            } else if is_start {
+                group_starts[g as usize]
+            } else {
+                group_ends[g as usize]
+            }
+        };
         let mut out = Vec::with_capacity(p.end - p.start);
         for k in p.start..p.end {
             let (qs, qe) = (starts[k - p.start], ends[k - p.start]);
@@ -363,7 +392,13 @@ impl Ctx<'_> {
                     (_, FrameBound::UnboundedPreceding) => p.start,
                     (_, FrameBound::UnboundedFollowing) => p.end,
                     (FrameUnits::Rows, FrameBound::CurrentRow) => k + !is_start as usize,
-                    (FrameUnits::Range, FrameBound::CurrentRow) => {
+                    (FrameUnits::Groups, FrameBound::Preceding(v)) => {
+                        group_bound(k, -(v.min(i64::MAX as f64) as i64), is_start)
+                    }
+                    (FrameUnits::Groups, FrameBound::Following(v)) => {
+                        group_bound(k, v.min(i64::MAX as f64) as i64, is_start)
+                    }
+                    (FrameUnits::Range | FrameUnits::Groups, FrameBound::CurrentRow) => {
                         if is_start {
                             qs
                         } else {

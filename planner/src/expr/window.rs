@@ -61,6 +61,9 @@ pub enum FrameUnits {
     /// Offsets are distances in the (single, numeric) ORDER BY value; CURRENT ROW includes
     /// the row's peers.
     Range,
+    /// Offsets count peer groups (rows equal in the ORDER BY); CURRENT ROW is the row's
+    /// peer group.
+    Groups,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -177,6 +180,7 @@ impl fmt::Display for WindowExpr {
             let units = match self.frame.units {
                 FrameUnits::Rows => "ROWS",
                 FrameUnits::Range => "RANGE",
+                FrameUnits::Groups => "GROUPS",
             };
             write!(
                 f,

@@ -170,11 +170,10 @@ fn frame(fr: &ast::WindowFrame, ordered: bool) -> Result<WindowFrame, SqlError> 
     let units = match fr.units {
         ast::WindowFrameUnits::Rows => FrameUnits::Rows,
         ast::WindowFrameUnits::Range => FrameUnits::Range,
-        ast::WindowFrameUnits::Groups => {
-            return Err(SqlError::unsupported("GROUPS frames"));
-        }
+        ast::WindowFrameUnits::Groups => FrameUnits::Groups,
     };
-    let rows = units == FrameUnits::Rows;
+    // ROWS and GROUPS offsets count (rows, peer groups); RANGE offsets are distances.
+    let rows = units != FrameUnits::Range;
     let start = bound(&fr.start_bound, rows)?;
     let end = match &fr.end_bound {
         Some(b) => bound(b, rows)?,
