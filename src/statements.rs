@@ -161,13 +161,7 @@ impl Session {
                 let n = added.iter().map(Batch::num_rows).sum();
                 let mut batches = current.batches.clone();
                 batches.extend(added);
-                self.put(
-                    &table,
-                    Object::Table(TableSource::Memory(Arc::new(MemTable::new(
-                        current.schema.clone(),
-                        batches,
-                    )))),
-                );
+                self.replace_rows(&table, &current, batches);
                 count_result(n)
             }
             Statement::Rewrite {
@@ -183,13 +177,7 @@ impl Session {
                 // Both read the table as it was bound; the new contents replace it whole.
                 let n = self.run_plan(changed)?.num_rows();
                 let batches = self.rows_for(&table, &current.schema, rows)?;
-                self.put(
-                    &table,
-                    Object::Table(TableSource::Memory(Arc::new(MemTable::new(
-                        current.schema.clone(),
-                        batches,
-                    )))),
-                );
+                self.replace_rows(&table, &current, batches);
                 count_result(n)
             }
             Statement::Drop {
@@ -252,6 +240,13 @@ impl Session {
                 Err(Error::Invalid("EXPLAIN runs through execute()".into()))
             }
         }
+    }
+
+    /// Makes `batches` the rows of the in-memory table `name` (whose contents were
+    /// `current`): a new table value, so queries running over the old one keep it.
+    fn replace_rows(&self, name: &str, current: &MemTable, batches: Vec<Batch>) {
+        let table = MemTable::new(current.schema.clone(), batches);
+        self.put(name, Object::Table(TableSource::Memory(Arc::new(table))));
     }
 
     /// Runs `plan` (rows already cast to the table's types) and checks NOT NULL columns.

@@ -231,6 +231,18 @@ def type_letter(desc):
     return "T"
 
 
+def create_views(con):
+    """Creates the tables t1, t2, t3 as views over their CSV files on DuckDB connection
+    `con`; returns the statements, for the .slt file to run on morsel too."""
+    setup = []
+    for name, cols in {"t1": T1, "t2": T2, "t3": T3}.items():
+        types = ", ".join(f"'{c}': '{t}'" for c, t in cols)
+        sql = f"CREATE VIEW {name} AS SELECT * FROM read_csv('{DATA}/{name}.csv', header = true, types = {{{types}}})"
+        con.sql(sql)
+        setup.append(sql)
+    return setup
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=42)
@@ -241,13 +253,7 @@ def main():
     write_table(r, "t2", T2, 25)
     write_table(r, "t3", T3, 15)
     con = duckdb.connect()
-    tables = {"t1": T1, "t2": T2, "t3": T3}
-    setup = []
-    for name, cols in tables.items():
-        types = ", ".join(f"'{c}': '{t}'" for c, t in cols)
-        sql = f"CREATE VIEW {name} AS SELECT * FROM read_csv('{DATA}/{name}.csv', header = true, types = {{{types}}})"
-        con.sql(sql)
-        setup.append(sql)
+    setup = create_views(con)
     g = Gen(r)
     out = [
         "# Differential test: random queries over random tables (tests/data/diff), expected",

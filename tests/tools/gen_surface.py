@@ -19,7 +19,7 @@ import duckdb
 
 sys.path.insert(0, os.path.dirname(__file__))
 from expect_duckdb import cell  # noqa: E402
-from gen_differential import DATA, T1, T2, T3, WORDS, Gen, type_letter  # noqa: E402
+from gen_differential import Gen, create_views, type_letter  # noqa: E402
 
 OUT = "tests/slt/differential/surface.slt"
 
@@ -120,12 +120,7 @@ def main():
     args = ap.parse_args()
     r = random.Random(args.seed)
     con = duckdb.connect()
-    setup = []
-    for name, cols in {"t1": T1, "t2": T2, "t3": T3}.items():
-        types = ", ".join(f"'{c}': '{t}'" for c, t in cols)
-        sql = f"CREATE VIEW {name} AS SELECT * FROM read_csv('{DATA}/{name}.csv', header = true, types = {{{types}}})"
-        con.sql(sql)
-        setup.append(sql)
+    setup = create_views(con)
     g = Surface(r)
     out = [
         "# Differential test of the SQL surface DuckDB users reach for: random queries over the",

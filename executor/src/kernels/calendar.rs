@@ -10,6 +10,7 @@ use morsel_storage::{Buffer, Column, DataType, PrimitiveBuilder, PrimitiveColumn
 
 use super::int64_arg;
 use super::string::as_utf8;
+use super::temporal::timestamps;
 use crate::error::{ExecError, ExecResult};
 
 const DAY_NAMES: [&str; 7] = [
@@ -35,16 +36,6 @@ const MONTH_NAMES: [&str; 12] = [
     "November",
     "December",
 ];
-
-fn timestamps(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
-    match c {
-        Column::Timestamp(t) => Ok(t),
-        other => Err(ExecError::Internal(format!(
-            "expected TIMESTAMP, got {}",
-            other.data_type()
-        ))),
-    }
-}
 
 fn dates(c: &Column) -> ExecResult<&PrimitiveColumn<i32>> {
     match c {

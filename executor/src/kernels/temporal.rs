@@ -51,7 +51,7 @@ pub fn add(
     Ok(Column::Date32(b.finish()))
 }
 
-fn timestamps(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
+pub(crate) fn timestamps(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
     match c {
         Column::Timestamp(t) => Ok(t),
         other => Err(ExecError::Internal(format!(

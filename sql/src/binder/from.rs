@@ -403,10 +403,7 @@ impl Binder<'_> {
                 // The right copy stays for `t2.a`, under an internal name (so `a`
                 // alone means the join's copy), out of `*`.
                 if is_key(&f.name) {
-                    let mut using = self.using_columns.borrow_mut();
-                    let hidden = ColumnRef::new(format!("__using{}_{}", using.len(), f.name));
-                    using.push((f.column_ref(), hidden.clone()));
-                    keep.push(c.alias(hidden.name));
+                    keep.push(self.hidden_using_copy(f));
                 } else {
                     keep.push(c);
                 }
@@ -423,15 +420,21 @@ impl Binder<'_> {
                     None => c.clone(),
                 });
                 // The left copy stays too, for `t1.a` (NULL where only the right matched).
-                let mut using = self.using_columns.borrow_mut();
-                let hidden = ColumnRef::new(format!("__using{}_{}", using.len(), f.name));
-                using.push((f.column_ref(), hidden.clone()));
-                keep.push(c.alias(hidden.name));
+                keep.push(self.hidden_using_copy(f));
             } else {
                 keep.push(c);
             }
         }
         Ok(joined.project(keep)?)
+    }
+
+    /// A USING join's key column `f` kept under an internal name, so that its qualified
+    /// name (`t2.a`) still reads it while `a` alone means the join's copy.
+    fn hidden_using_copy(&self, f: &morsel_planner::PlanField) -> Expr {
+        let mut using = self.using_columns.borrow_mut();
+        let hidden = ColumnRef::new(format!("__using{}_{}", using.len(), f.name));
+        using.push((f.column_ref(), hidden.clone()));
+        Expr::Column(f.column_ref()).alias(hidden.name)
     }
 
     /// `read_csv('path', header = true, delim = ';', ...)` and `read_csv_auto(...)`.
