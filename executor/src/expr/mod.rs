@@ -776,6 +776,7 @@ fn eval_function(
         }
         AddMicros => calendar::add_micros(&args[0], &args[1])?,
         Strftime => calendar::strftime(&args[0], &args[1])?,
+        Strptime | TryStrptime => calendar::strptime(&args[0], &args[1], func == TryStrptime)?,
         DayName | MonthName => calendar::name_of(&args[0], func == MonthName)?,
         Epoch => calendar::epoch(&args[0])?,
         LastDay => calendar::last_day(&args[0])?,

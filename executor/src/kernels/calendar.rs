@@ -1,4 +1,5 @@
-//! Calendar functions over DATE and TIMESTAMP columns: `strftime`, `make_date`, `last_day`,
+//! Calendar functions over DATE and TIMESTAMP columns: `strftime` and its inverse
+//! `strptime`, `make_date`, `last_day`,
 //! `dayname` / `monthname`, `epoch`, and interval arithmetic on timestamps (months keeping
 //! the time of day, microseconds). Results that leave the representable range are errors,
 //! never wrapped values.
@@ -177,6 +178,174 @@ pub fn strftime(ts: &Column, format: &Column) -> ExecResult<Column> {
     Ok(Column::Utf8(b.finish()))
 }
 
+/// Reads `text` by `format` (the specifiers of [`write_strftime`]; `-` flags are accepted,
+/// a space matches any run of white space, numbers may have fewer digits than their width):
+/// microseconds since 1970-01-01, or what did not match.
+fn parse_strptime(text: &str, format: &str) -> Result<i64, String> {
+    let bytes = text.as_bytes();
+    let mut at = 0usize;
+    let (mut year, mut month, mut day) = (1970i64, 1u32, 1u32);
+    let (mut hour, mut minute, mut second, mut micros) = (0i64, 0i64, 0i64, 0i64);
+    let mut day_of_year: Option<i64> = None;
+    let mut pm: Option<bool> = None;
+    let skip_space = |at: &mut usize| {
+        while *at < bytes.len() && bytes[*at].is_ascii_whitespace() {
+            *at += 1;
+        }
+    };
+    // A number of 1 to `width` digits (white space before it skipped).
+    let number = |at: &mut usize, width: usize| -> Result<i64, String> {
+        skip_space(at);
+        let start = *at;
+        while *at < bytes.len() && *at - start < width && bytes[*at].is_ascii_digit() {
+            *at += 1;
+        }
+        text[start..*at]
+            .parse::<i64>()
+            .map_err(|_| format!("expected a number at position {}", start + 1))
+    };
+    // One of `names` (or its first three letters), case-insensitively: its index.
+    let name = |at: &mut usize, names: &[&str]| -> Result<usize, String> {
+        skip_space(at);
+        let rest = text[*at..].to_ascii_lowercase();
+        for (i, n) in names.iter().enumerate() {
+            let full = n.to_ascii_lowercase();
+            for candidate in [&full[..], &full[..3]] {
+                if rest.starts_with(candidate) {
+                    *at += candidate.len();
+                    return Ok(i);
+                }
+            }
+        }
+        Err(format!("expected a name at position {}", *at + 1))
+    };
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            skip_space(&mut at);
+            continue;
+        }
+        if c != '%' {
+            let mut buf = [0u8; 4];
+            let lit = c.encode_utf8(&mut buf).as_bytes();
+            if !bytes[at..].starts_with(lit) {
+                return Err(format!("expected '{c}' at position {}", at + 1));
+            }
+            at += lit.len();
+            continue;
+        }
+        let mut spec = chars.next();
+        if spec == Some('-') {
+            spec = chars.next();
+        }
+        match spec {
+            Some('Y') => year = number(&mut at, 9)?,
+            Some('y') => {
+                let y = number(&mut at, 2)?;
+                // POSIX's pivot: 69-99 are the 1900s, 00-68 the 2000s.
+                year = if y >= 69 { 1900 + y } else { 2000 + y };
+            }
+            Some('m') => month = number(&mut at, 2)? as u32,
+            Some('d' | 'e') => day = number(&mut at, 2)? as u32,
+            Some('H') => hour = number(&mut at, 2)?,
+            Some('I') => hour = number(&mut at, 2)?,
+            Some('M') => minute = number(&mut at, 2)?,
+            Some('S') => second = number(&mut at, 2)?,
+            Some(w @ ('f' | 'g' | 'n')) => {
+                skip_space(&mut at);
+                let start = at;
+                let digits = match w {
+                    'g' => 3,
+                    'f' => 6,
+                    _ => 9,
+                };
+                let v = number(&mut at, digits)?;
+                let scale = 10i64.pow((digits - (at - start)) as u32);
+                micros = match w {
+                    'g' => v * scale * 1000,
+                    'f' => v * scale,
+                    _ => v * scale / 1000,
+                };
+            }
+            Some('j') => day_of_year = Some(number(&mut at, 3)?),
+            Some('p') => {
+                skip_space(&mut at);
+                let rest = text[at..].to_ascii_lowercase();
+                pm = Some(match () {
+                    _ if rest.starts_with("am") => false,
+                    _ if rest.starts_with("pm") => true,
+                    _ => return Err(format!("expected AM or PM at position {}", at + 1)),
+                });
+                at += 2;
+            }
+            Some('b' | 'h' | 'B') => month = name(&mut at, &MONTH_NAMES)? as u32 + 1,
+            Some('a' | 'A') => {
+                name(&mut at, &DAY_NAMES)?;
+            }
+            Some('%') => {
+                if bytes.get(at) != Some(&b'%') {
+                    return Err(format!("expected '%' at position {}", at + 1));
+                }
+                at += 1;
+            }
+            Some(other) => return Err(format!("unknown format specifier %{other}")),
+            None => return Err("the format ends in a lone %".into()),
+        }
+    }
+    if at != bytes.len() {
+        return Err(format!("unexpected text at position {}", at + 1));
+    }
+    if let Some(pm) = pm {
+        if !(1..=12).contains(&hour) {
+            return Err(format!("hour {hour} with AM/PM"));
+        }
+        hour = hour % 12 + if pm { 12 } else { 0 };
+    }
+    if !(0..24).contains(&hour) || !(0..60).contains(&minute) || !(0..60).contains(&second) {
+        return Err(format!("time {hour}:{minute}:{second} out of range"));
+    }
+    let days = match day_of_year {
+        Some(j) if (1..=366).contains(&j) => days_from_civil(year, 1, 1) + j - 1,
+        Some(j) => return Err(format!("day of year {j} out of range")),
+        None => {
+            let valid = (1..=12).contains(&month)
+                && (-5_000_000..=5_000_000).contains(&year)
+                && day >= 1
+                && day <= days_in_month(year, month);
+            if !valid {
+                return Err(format!("{year}-{month}-{day} is not a date"));
+            }
+            days_from_civil(year, month, day)
+        }
+    };
+    let time = ((hour * 60 + minute) * 60 + second) * 1_000_000 + micros;
+    days.checked_mul(MICROS_PER_DAY)
+        .and_then(|d| d.checked_add(time))
+        .ok_or_else(|| "the timestamp is out of range".into())
+}
+
+/// `strptime(text, format)`; with `lenient` (`try_strptime`), NULL where it does not parse.
+pub fn strptime(text: &Column, format: &Column, lenient: bool) -> ExecResult<Column> {
+    let (text, format) = (as_utf8(text)?, as_utf8(format)?);
+    let mut b = PrimitiveBuilder::<i64>::with_capacity(text.len());
+    for i in 0..text.len() {
+        let (Some(t), Some(f)) = (text.get(i), format.get(i)) else {
+            b.push_null();
+            continue;
+        };
+        match parse_strptime(t, f) {
+            Ok(v) => b.push(v),
+            Err(_) if lenient => b.push_null(),
+            Err(why) => {
+                return Err(ExecError::InvalidArgument(format!(
+                    "strptime(): cannot read {t:?} as {f:?}: {why}"
+                )))
+            }
+        }
+    }
+    Ok(Column::Timestamp(b.finish()))
+}
+
 /// `dayname(ts)` (`monthname` with `month`).
 pub fn name_of(ts: &Column, month: bool) -> ExecResult<Column> {
     let ts = timestamps(ts)?;
@@ -290,6 +459,25 @@ mod tests {
         let mut out = String::new();
         write_strftime(&Civil::of(micros), f, &mut out).expect("valid format");
         out
+    }
+
+    #[test]
+    fn parses_what_it_formats() {
+        let t = 1_583_586_309_012_345;
+        for f in [
+            "%Y-%m-%d %H:%M:%S.%f",
+            "%a %d %B %Y %I:%M:%S.%f %p",
+            "%j/%Y %H%M%S.%f",
+        ] {
+            assert_eq!(super::parse_strptime(&format(t, f), f), Ok(t), "{f}");
+        }
+        assert_eq!(
+            super::parse_strptime("2020-3-7", "%Y-%m-%d"),
+            Ok(1_583_539_200_000_000)
+        );
+        assert!(super::parse_strptime("2020-02-30", "%Y-%m-%d").is_err());
+        assert!(super::parse_strptime("2020-03-07 10", "%Y-%m-%d").is_err());
+        assert!(super::parse_strptime("x", "%Y").is_err());
     }
 
     #[test]

@@ -679,7 +679,7 @@ fn coerce_function(func: ScalarFunc, args: Vec<Expr>, schema: &PlanSchema) -> Pl
                 .map(|a| want(a, DataType::Utf8))
                 .collect::<PlanResult<_>>()?
         }
-        Replace | StartsWith | EndsWith | Contains | Position => {
+        Replace | StartsWith | EndsWith | Contains | Position | Strptime | TryStrptime => {
             let n = if func == Replace { 3 } else { 2 };
             expect_args(func, &typed_args, n, n)?;
             typed_args
@@ -1016,6 +1016,7 @@ impl Expr {
                     DataType::Utf8
                 }
                 ScalarFunc::MakeDate | ScalarFunc::LastDay => DataType::Date32,
+                ScalarFunc::Strptime | ScalarFunc::TryStrptime => DataType::Timestamp,
                 ScalarFunc::Epoch => DataType::Float64,
                 ScalarFunc::Ln | ScalarFunc::Log10 | ScalarFunc::Exp | ScalarFunc::Power => {
                     DataType::Float64

@@ -166,6 +166,10 @@ pub enum ScalarFunc {
     AddMicros,
     /// `strftime(timestamp, format)`: the timestamp written by a C-style format.
     Strftime,
+    /// `strptime(text, format)`: the TIMESTAMP `text` spells in `format` (an error where it
+    /// does not; `try_strptime`: NULL).
+    Strptime,
+    TryStrptime,
     /// `make_date(year, month, day)`.
     MakeDate,
     /// `last_day(date)`: the last day of its month.
@@ -309,6 +313,8 @@ impl ScalarFunc {
             ScalarFunc::AddMonths => "add_months".into(),
             ScalarFunc::AddMicros => "add_micros".into(),
             ScalarFunc::Strftime => "strftime".into(),
+            ScalarFunc::Strptime => "strptime".into(),
+            ScalarFunc::TryStrptime => "try_strptime".into(),
             ScalarFunc::MakeDate => "make_date".into(),
             ScalarFunc::LastDay => "last_day".into(),
             ScalarFunc::DayName => "dayname".into(),
