@@ -316,17 +316,36 @@ impl Ctx<'_> {
             _ => 1,
         };
         let offset = if self.spec.func == WindowFunc::Lag {
-            -offset
+            offset.saturating_neg()
         } else {
             offset
         };
         // Per sorted position: the row to read, or u32::MAX for the default.
         let mut source = vec![u32::MAX; n];
+        // With IGNORE NULLS the offset counts non-NULL values only.
+        let (valid, before) = self.valid_positions();
         for p in parts {
             for (k, slot) in source.iter_mut().enumerate().take(p.end).skip(p.start) {
-                let t = k as i64 + offset;
-                if t >= p.start as i64 && t < p.end as i64 {
-                    *slot = self.order[t as usize];
+                let t = if !self.spec.ignore_nulls {
+                    let t = (k as i64).saturating_add(offset);
+                    (t >= p.start as i64 && t < p.end as i64).then_some(t as usize)
+                } else if offset == 0 {
+                    Some(k)
+                } else if offset < 0 {
+                    let back = usize::try_from(offset.unsigned_abs()).unwrap_or(usize::MAX);
+                    before[k]
+                        .checked_sub(back)
+                        .filter(|&i| i >= before[p.start])
+                        .map(|i| valid[i])
+                } else {
+                    let ahead = usize::try_from(offset).unwrap_or(usize::MAX);
+                    before[k + 1]
+                        .checked_add(ahead - 1)
+                        .filter(|&i| i < before[p.end])
+                        .map(|i| valid[i])
+                };
+                if let Some(t) = t {
+                    *slot = self.order[t];
                 }
             }
         }
@@ -494,12 +513,28 @@ impl Ctx<'_> {
         }
     }
 
+    /// With IGNORE NULLS: the sorted positions whose first argument is not NULL, and how many
+    /// of them come before each position (one more entry, for the end); empty otherwise.
+    fn valid_positions(&self) -> (Vec<usize>, Vec<usize>) {
+        if !self.spec.ignore_nulls {
+            return (Vec::new(), Vec::new());
+        }
+        let arg = &self.args[0];
+        let valid: Vec<usize> = (0..self.order.len())
+            .filter(|&p| arg.is_valid(self.order[p] as usize))
+            .collect();
+        let mut before = vec![0usize; self.order.len() + 1];
+        for p in 0..self.order.len() {
+            before[p + 1] = before[p] + arg.is_valid(self.order[p] as usize) as usize;
+        }
+        (valid, before)
+    }
+
     /// For first_value, last_value and nth_value: per sorted position, the row its frame
     /// reads (u32::MAX for NULL: an empty frame, or one without an n-th row). With IGNORE
     /// NULLS the frame's rows are its non-NULL values.
     fn frame_positions(&self, frames: &[(usize, usize)]) -> ExecResult<Vec<u32>> {
         let func = self.spec.func;
-        let arg = &self.args[0];
         // The n of nth_value, read on each row (1-based; below 1 is an error).
         let nth = |k: usize| -> ExecResult<Option<usize>> {
             if func != WindowFunc::NthValue {
@@ -516,19 +551,7 @@ impl Ctx<'_> {
             }
             Ok(usize::try_from(n).ok())
         };
-        // Sorted positions whose value is not NULL, and how many come before each position.
-        let (valid, before): (Vec<usize>, Vec<usize>) = if self.spec.ignore_nulls {
-            let valid: Vec<usize> = (0..self.order.len())
-                .filter(|&p| arg.is_valid(self.order[p] as usize))
-                .collect();
-            let mut before = vec![0usize; self.order.len() + 1];
-            for p in 0..self.order.len() {
-                before[p + 1] = before[p] + arg.is_valid(self.order[p] as usize) as usize;
-            }
-            (valid, before)
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let (valid, before) = self.valid_positions();
         let mut source = Vec::with_capacity(frames.len());
         for (k, &(s, e)) in frames.iter().enumerate() {
             let pos = match (self.spec.ignore_nulls, func) {

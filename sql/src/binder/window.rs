@@ -148,11 +148,16 @@ impl Binder<'_> {
         if ignore_nulls
             && !matches!(
                 func,
-                WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue
+                WindowFunc::FirstValue
+                    | WindowFunc::LastValue
+                    | WindowFunc::NthValue
+                    | WindowFunc::Lag
+                    | WindowFunc::Lead
             )
         {
-            return Err(SqlError::unsupported(format!(
-                "IGNORE NULLS in {name}() (first_value, last_value and nth_value take it)"
+            return Err(SqlError::invalid(format!(
+                "IGNORE NULLS in {name}() (first_value, last_value, nth_value, lag and lead \
+                 take it)"
             )));
         }
         Ok(Expr::Window(Box::new(WindowExpr {
