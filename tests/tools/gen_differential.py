@@ -243,6 +243,31 @@ def create_views(con):
     return setup
 
 
+def records(con, g, count, max_tries):
+    """Up to `count` distinct queries from `g.query()` that DuckDB answers, as .slt record
+    lines with DuckDB's results (sorted unless the query orders every row), and how many."""
+    out, kept, seen, tries = [], 0, set(), 0
+    while kept < count and tries < max_tries:
+        tries += 1
+        q, ordered = g.query()
+        if q in seen:
+            continue
+        seen.add(q)
+        try:
+            rel = con.sql(q)
+            rows = rel.fetchall()
+            types = "".join(type_letter(d) for d in rel.description)
+        except duckdb.Error:
+            continue
+        text = [" ".join(cell(v) for v in row) for row in rows]
+        sort = "" if ordered else " rowsort"
+        if not ordered:
+            text.sort()
+        out += [f"query {types}{sort}", q, "----"] + text + [""]
+        kept += 1
+    return out, kept
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=42)
@@ -263,25 +288,8 @@ def main():
     ]
     for sql in setup:
         out += ["statement ok", sql, ""]
-    kept = 0
-    seen = set()
-    while kept < args.queries:
-        q, ordered = g.query()
-        if q in seen:
-            continue
-        seen.add(q)
-        try:
-            rel = con.sql(q)
-            rows = rel.fetchall()
-            types = "".join(type_letter(d) for d in rel.description)
-        except duckdb.Error:
-            continue
-        text = [" ".join(cell(v) for v in row) for row in rows]
-        sort = "" if ordered else " rowsort"
-        if not ordered:
-            text.sort()
-        out += [f"query {types}{sort}", q, "----"] + text + [""]
-        kept += 1
+    body, kept = records(con, g, args.queries, float("inf"))
+    out += body
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         f.write("\n".join(out))

@@ -18,8 +18,7 @@ import sys
 import duckdb
 
 sys.path.insert(0, os.path.dirname(__file__))
-from expect_duckdb import cell  # noqa: E402
-from gen_differential import Gen, create_views, type_letter  # noqa: E402
+from gen_differential import Gen, create_views, records  # noqa: E402
 
 OUT = "tests/slt/differential/surface.slt"
 
@@ -131,25 +130,8 @@ def main():
     ]
     for sql in setup:
         out += ["statement ok", sql, ""]
-    kept, seen, tries = 0, set(), 0
-    while kept < args.queries and tries < 50 * args.queries:
-        tries += 1
-        q, ordered = g.query()
-        if q in seen:
-            continue
-        seen.add(q)
-        try:
-            rel = con.sql(q)
-            rows = rel.fetchall()
-            types = "".join(type_letter(d) for d in rel.description)
-        except duckdb.Error:
-            continue
-        text = [" ".join(cell(v) for v in row) for row in rows]
-        sort = "" if ordered else " rowsort"
-        if not ordered:
-            text.sort()
-        out += [f"query {types}{sort}", q, "----"] + text + [""]
-        kept += 1
+    body, kept = records(con, g, args.queries, 50 * args.queries)
+    out += body
     with open(OUT, "w") as f:
         f.write("\n".join(out))
     print(f"wrote {kept} queries to {OUT}")
