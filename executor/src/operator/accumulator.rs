@@ -12,6 +12,7 @@ use morsel_storage::{
     ScalarValue,
 };
 
+use super::states::{Args, State};
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::compare::cmp_f64;
 use crate::kernels::reduce;
@@ -79,6 +80,9 @@ pub enum Accumulator {
         seen: Vec<HashSet<Box<[u8]>>>,
         values: Vec<Vec<(Box<[u8]>, ScalarValue)>>,
     },
+    /// The states kept as plain structs behind [`super::states::GroupState`]: first, last,
+    /// any_value, arg_min, arg_max, mode, product, and the two-column statistics.
+    State(State),
 }
 
 fn int_values(c: &Column) -> ExecResult<&PrimitiveColumn<i64>> {
@@ -101,8 +105,22 @@ fn float_values(c: &Column) -> ExecResult<&PrimitiveColumn<f64>> {
     }
 }
 
+/// Pairs each state with its argument columns: `args` holds every state's in order, one
+/// slot per argument column ([`Accumulator::inputs`] of them).
+pub fn with_args<'a, 'b>(
+    accs: &'a mut [Accumulator],
+    args: &'b [Option<Column>],
+) -> impl Iterator<Item = (&'a mut Accumulator, Args<'b>)> {
+    accs.iter_mut().scan(0, move |at, acc| {
+        let start = (*at).min(args.len());
+        *at += acc.inputs();
+        let end = (*at).min(args.len());
+        Some((acc, Args::of(&args[start..end])))
+    })
+}
+
 /// `a` replaces `b` as the running extreme.
-fn better(min: bool, a: &ScalarValue, b: &ScalarValue) -> bool {
+pub(crate) fn better(min: bool, a: &ScalarValue, b: &ScalarValue) -> bool {
     use std::cmp::Ordering;
     let ord = match (a, b) {
         (ScalarValue::Int32(x), ScalarValue::Int32(y))
@@ -186,17 +204,36 @@ impl Accumulator {
                     .sum();
                 cap(seen) + set_bytes + cap(values) + value_bytes
             }
+            Accumulator::State(s) => s.heap_bytes(),
+        }
+    }
+
+    /// How many argument columns an update takes: one (unused by `count(*)`), or two for
+    /// the aggregates that take a second column.
+    pub fn inputs(&self) -> usize {
+        match self {
+            Accumulator::State(s) => s.inputs(),
+            _ => 1,
         }
     }
 
     /// A state for `func` over arguments of type `arg` (ignored for `count(*)`); `constant`
-    /// is the constant second argument (a quantile's fraction, string_agg's separator).
+    /// is the constant second argument (a quantile's fraction, string_agg's separator);
+    /// `second`, whether a second argument column comes along (arg_min's key, the x of
+    /// `corr(y, x)`, the FILTER mask of first / last).
     pub fn new(
         func: AggFunc,
         arg: DataType,
         distinct: bool,
         constant: Option<&ScalarValue>,
+        second: bool,
     ) -> ExecResult<Self> {
+        if distinct && second {
+            return Err(ExecError::Internal(format!(
+                "{}(DISTINCT ...) over two columns",
+                func.name()
+            )));
+        }
         if distinct && func != AggFunc::CountStar {
             return Ok(Accumulator::Distinct {
                 func,
@@ -204,6 +241,9 @@ impl Accumulator {
                 seen: Vec::new(),
                 values: Vec::new(),
             });
+        }
+        if let Some(state) = State::new(func, arg, second) {
+            return Ok(Accumulator::State(state));
         }
         Ok(match (func, arg) {
             (AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop, _) => {
@@ -300,12 +340,16 @@ impl Accumulator {
                 seen.resize_with(n, HashSet::new);
                 values.resize_with(n, Vec::new);
             }
+            Accumulator::State(s) => s.resize(n),
         }
     }
 
-    /// Adds row i of `arg` to group `groups[i]` (`arg` is `None` for `count(*)`).
-    pub fn update(&mut self, groups: &[u32], arg: Option<&Column>) -> ExecResult<()> {
-        let Some(arg) = arg else {
+    /// Adds row i of `args` to group `groups[i]` (no argument for `count(*)`).
+    pub fn update(&mut self, groups: &[u32], args: Args<'_>) -> ExecResult<()> {
+        if let Accumulator::State(s) = self {
+            return s.update(groups, args);
+        }
+        let Some(arg) = args.first else {
             if let Accumulator::Count(c) = self {
                 for &g in groups {
                     c[g as usize] += 1;
@@ -378,16 +422,11 @@ impl Accumulator {
         Ok(())
     }
 
-    /// Adds row `rows[i]` of `arg` to group `groups[i]` (`arg` is `None` for `count(*)`):
+    /// Adds row `rows[i]` of `args` to group `groups[i]` (no argument for `count(*)`):
     /// [`Self::update`] over the rows gathered, without gathering them for counts, float
     /// sums and float averages.
-    pub fn update_at(
-        &mut self,
-        groups: &[u32],
-        rows: &[u32],
-        arg: Option<&Column>,
-    ) -> ExecResult<()> {
-        match (self, arg) {
+    pub fn update_at(&mut self, groups: &[u32], rows: &[u32], args: Args<'_>) -> ExecResult<()> {
+        match (self, args.first) {
             (Accumulator::Count(c), None) => groups.iter().for_each(|&g| c[g as usize] += 1),
             (Accumulator::Count(c), Some(arg)) => {
                 for (&g, &r) in groups.iter().zip(rows) {
@@ -406,16 +445,25 @@ impl Accumulator {
                     counts[g] += 1;
                 })
             }
-            (acc, arg) => return acc.update(groups, arg.map(|c| c.take(rows)).as_ref()),
+            (acc, _) => {
+                let first = args.first.map(|c| c.take(rows));
+                let second = args.second.map(|c| c.take(rows));
+                let gathered = Args {
+                    first: first.as_ref(),
+                    second: second.as_ref(),
+                };
+                return acc.update(groups, gathered);
+            }
         }
         Ok(())
     }
 
-    /// Adds all `rows` rows of `arg` to group 0, the only group of a global aggregate (`arg`
-    /// is `None` for `count(*)`). Counts, sums, averages and numeric extremes reduce the
+    /// Adds all `rows` rows of `args` to group 0, the only group of a global aggregate (no
+    /// argument for `count(*)`). Counts, sums, averages and numeric extremes reduce the
     /// whole column at once (float sums in the lane order of [`reduce::sum_f64`]); other
     /// states take the row-by-row path.
-    pub fn update_global(&mut self, rows: usize, arg: Option<&Column>) -> ExecResult<()> {
+    pub fn update_global(&mut self, rows: usize, args: Args<'_>) -> ExecResult<()> {
+        let arg = args.first;
         let overflow = || ExecError::Overflow {
             op: "sum()",
             ty: DataType::Int64,
@@ -458,7 +506,7 @@ impl Accumulator {
                         reduce::extreme_row(x, min, |a, b| a.cmp(&b))
                     }
                     Column::Float64(x) => reduce::extreme_row(x, min, cmp_f64),
-                    _ => return self.update(&vec![0; rows], arg),
+                    _ => return self.update(&vec![0; rows], args),
                 };
                 if let Some(row) = row {
                     let v = col.scalar_at(row);
@@ -468,7 +516,7 @@ impl Accumulator {
                     }
                 }
             }
-            _ => return self.update(&vec![0; rows], arg),
+            _ => return self.update(&vec![0; rows], args),
         }
         Ok(())
     }
@@ -552,6 +600,7 @@ impl Accumulator {
                 take(seen, ids, s2);
                 take(values, ids, v2);
             }
+            (A::State(a), A::State(b)) => a.move_groups(ids, b)?,
             _ => {
                 return Err(ExecError::Internal(
                     "moving groups between different aggregate states".into(),
@@ -564,6 +613,9 @@ impl Accumulator {
     /// Folds `other`'s group g into this state's group `mapping[g]`; values `other` holds
     /// (MIN / MAX) are moved out, so `other` is only fit to be reset (`resize(0)`) after.
     pub fn merge(&mut self, other: &mut Accumulator, mapping: &[u32]) -> ExecResult<()> {
+        if let (Accumulator::State(a), Accumulator::State(b)) = (&mut *self, &mut *other) {
+            return a.merge(b, mapping);
+        }
         if self.merge_more(other, mapping)? {
             return Ok(());
         }
@@ -717,6 +769,7 @@ impl Accumulator {
                 }
                 b.finish()
             }
+            Accumulator::State(s) => s.finish()?,
             other => other.finish_more()?,
         })
     }
@@ -889,7 +942,7 @@ mod tests {
         cases.push((AggFunc::Min, DataType::Utf8, texts.to_vec()));
         cases.push((AggFunc::Max, DataType::Utf8, texts.to_vec()));
         for (func, ty, cols) in cases {
-            let new = || Accumulator::new(func, ty, false, None).unwrap();
+            let new = || Accumulator::new(func, ty, false, None, false).unwrap();
             assert!(new().one_row_folds_exactly(), "{func:?}");
             for col in &cols {
                 let n = col.len();
@@ -901,16 +954,16 @@ mod tests {
                 let mut folded = new();
                 folded.resize(1);
                 let rows = vec![0u32; n - 1];
-                if straight.update(&rows, Some(&prefix)).is_err() {
+                if straight.update(&rows, Args::one(Some(&prefix))).is_err() {
                     // The rows before overflow already.
                     continue;
                 }
-                folded.update(&rows, Some(&prefix)).unwrap();
-                let a = straight.update(&[0], Some(&last));
+                folded.update(&rows, Args::one(Some(&prefix))).unwrap();
+                let a = straight.update(&[0], Args::one(Some(&last)));
                 let mut fresh = new();
                 fresh.resize(1);
                 let b = fresh
-                    .update(&[0], Some(&last))
+                    .update(&[0], Args::one(Some(&last)))
                     .and_then(|()| folded.merge(&mut fresh, &[0]));
                 assert_eq!(a.is_err(), b.is_err(), "{func:?} {col:?}");
                 if a.is_ok() {
@@ -924,7 +977,7 @@ mod tests {
             }
         }
         // Variances do not fold exactly.
-        let moments = Accumulator::new(AggFunc::StddevSamp, DataType::Float64, false, None);
+        let moments = Accumulator::new(AggFunc::StddevSamp, DataType::Float64, false, None, false);
         assert!(!moments.unwrap().one_row_folds_exactly());
     }
 
@@ -957,24 +1010,28 @@ mod tests {
             for (before, partial) in &cases {
                 let ty = before.data_type();
                 let new = |n: usize| {
-                    let mut acc = Accumulator::new(func, ty, false, None).unwrap();
+                    let mut acc = Accumulator::new(func, ty, false, None, false).unwrap();
                     acc.resize(n);
                     acc
                 };
                 let arg = |c: &Column| (func != AggFunc::CountStar).then(|| c.clone());
                 let mut held = new(2 * upper);
-                held.update(&groups, arg(before).as_ref()).unwrap();
+                held.update(&groups, Args::one(arg(before).as_ref()))
+                    .unwrap();
                 let above: Vec<u32> = groups.iter().map(|&g| g + upper as u32).collect();
-                held.update(&above, arg(partial).as_ref()).unwrap();
+                held.update(&above, Args::one(arg(partial).as_ref()))
+                    .unwrap();
                 let folded = held.fold_upper(upper, &[0, 1, 2]);
                 // The same rows in separate states, all but group 3's partial merged.
                 let mut merged = new(upper);
-                merged.update(&groups, arg(before).as_ref()).unwrap();
+                merged
+                    .update(&groups, Args::one(arg(before).as_ref()))
+                    .unwrap();
                 let rows = [0u32, 1, 2, 4];
                 let part: Vec<u32> = rows.iter().map(|&r| groups[r as usize]).collect();
                 let mut fresh = new(upper);
                 fresh
-                    .update_at(&part, &rows, arg(partial).as_ref())
+                    .update_at(&part, &rows, Args::one(arg(partial).as_ref()))
                     .unwrap();
                 let merge = merged.merge(&mut fresh, &[0, 1, 2, 3]);
                 assert_eq!(folded.is_err(), merge.is_err(), "{func:?} {ty:?}");
@@ -983,7 +1040,7 @@ mod tests {
                 }
                 let mut group_3 = new(upper);
                 group_3
-                    .update_at(&[3], &[3], arg(partial).as_ref())
+                    .update_at(&[3], &[3], Args::one(arg(partial).as_ref()))
                     .unwrap();
                 let held = held.finish().unwrap();
                 let merged = merged.finish().unwrap();
@@ -994,7 +1051,7 @@ mod tests {
             }
         }
         // States that hold values do not fold so.
-        let mut median = Accumulator::new(AggFunc::Median, DataType::Float64, false, None);
+        let mut median = Accumulator::new(AggFunc::Median, DataType::Float64, false, None, false);
         let median = median.as_mut().unwrap();
         median.resize(2);
         assert!(median.fold_upper(1, &[0]).is_err());
@@ -1026,14 +1083,15 @@ mod tests {
         }
         for (func, ty, arg) in cases {
             let new = || {
-                let mut acc = Accumulator::new(func, ty, false, None).unwrap();
+                let mut acc = Accumulator::new(func, ty, false, None, false).unwrap();
                 acc.resize(4);
                 acc
             };
             let (mut at, mut gathered) = (new(), new());
-            at.update_at(&groups, &rows, arg.as_ref()).unwrap();
+            at.update_at(&groups, &rows, Args::one(arg.as_ref()))
+                .unwrap();
             let taken = arg.as_ref().map(|c| c.take(&rows));
-            gathered.update(&groups, taken.as_ref()).unwrap();
+            gathered.update(&groups, Args::one(taken.as_ref())).unwrap();
             let (a, b) = (at.finish().unwrap(), gathered.finish().unwrap());
             for g in 0..4 {
                 assert_eq!(

@@ -8,6 +8,7 @@ use morsel_storage::{Column, ColumnBuilder, PrimitiveBuilder, ScalarValue};
 
 use super::accumulator::Accumulator;
 use super::keys::RowKeys;
+use super::states::Args;
 use crate::error::{ExecError, ExecResult};
 use crate::kernels::compare::cmp_f64;
 
@@ -272,9 +273,9 @@ impl Accumulator {
                         groups.push(g as u32);
                     }
                 }
-                let mut acc = Accumulator::new(func, ty, false, None)?;
+                let mut acc = Accumulator::new(func, ty, false, None, false)?;
                 acc.resize(values.len());
-                acc.update(&groups, Some(&col.finish()))?;
+                acc.update(&groups, Args::one(Some(&col.finish())))?;
                 acc.finish()?
             }
             other => return Err(ExecError::Internal(format!("no final value for {other:?}"))),

@@ -20,7 +20,7 @@
 use morsel_planner::AggFunc;
 use morsel_storage::{Batch, Column, DataType, ScalarValue, SchemaRef, Utf8Column};
 
-use super::accumulator::Accumulator;
+use super::accumulator::{with_args, Accumulator};
 use super::few_groups::FewGroups;
 use super::group_ids::{
     for_each_str_hash, intern_int, multi_key_columns, IntIds, MultiIds, StrIds,
@@ -32,6 +32,7 @@ use super::keys::{
     decode_keys, for_each_int, hash_key, is_int_column, KeyInterner, KeyList, RowKeys,
 };
 use super::pending_rows::{LocalIds, PendingRows};
+use super::states::Args;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::PhysExpr;
 use crate::scheduler::{parallel_map, Sink};
@@ -44,6 +45,21 @@ pub struct AggSpec {
     pub distinct: bool,
     /// The constant second argument, if the function takes one.
     pub constant: Option<ScalarValue>,
+    /// The second argument column of the aggregates that take two (arg_min's key, the x of
+    /// `corr(y, x)`, the FILTER mask of first / last).
+    pub second: Option<PhysExpr>,
+}
+
+impl AggSpec {
+    /// The argument columns a batch evaluates for this aggregate, in slot order (the first
+    /// as `None` for `count(*)`): see [`with_args`].
+    fn evaluate(&self, batch: &Batch, out: &mut Vec<Option<Column>>) -> ExecResult<()> {
+        out.push(self.arg.as_ref().map(|e| e.evaluate(batch)).transpose()?);
+        if let Some(second) = &self.second {
+            out.push(Some(second.evaluate(batch)?));
+        }
+        Ok(())
+    }
 }
 
 pub struct AggregateSink {
@@ -225,14 +241,14 @@ pub(super) fn update_accs(
     args: &[Option<Column>],
 ) -> ExecResult<()> {
     let few = FewGroups::of(ids, groups);
-    for (acc, arg) in accs.iter_mut().zip(args) {
+    for (acc, args) in with_args(accs, args) {
         acc.resize(groups);
         if let Some(few) = &few {
-            if acc.update_few(few, ids, arg.as_ref())? {
+            if acc.update_few(few, ids, args.first)? {
                 continue;
             }
         }
-        acc.update(ids, arg.as_ref())?;
+        acc.update(ids, args)?;
     }
     Ok(())
 }
@@ -434,7 +450,15 @@ impl AggregateSink {
     pub(super) fn new_accs(&self) -> ExecResult<Vec<Accumulator>> {
         self.aggs
             .iter()
-            .map(|a| Accumulator::new(a.func, a.arg_type, a.distinct, a.constant.as_ref()))
+            .map(|a| {
+                Accumulator::new(
+                    a.func,
+                    a.arg_type,
+                    a.distinct,
+                    a.constant.as_ref(),
+                    a.second.is_some(),
+                )
+            })
             .collect()
     }
 
@@ -513,9 +537,11 @@ impl Sink for AggregateSink {
             );
         }
         d.extend(crate::physical::fused_details(
-            self.group
-                .iter()
-                .chain(self.aggs.iter().filter_map(|a| a.arg.as_ref())),
+            self.group.iter().chain(
+                self.aggs
+                    .iter()
+                    .flat_map(|a| a.arg.as_ref().into_iter().chain(&a.second)),
+            ),
         ));
         d
     }
@@ -643,11 +669,10 @@ impl AggregateSink {
                     BatchKeys::Encoded(encoded, hashes)
                 }
             };
-            let args = self
-                .aggs
-                .iter()
-                .map(|a| a.arg.as_ref().map(|e| e.evaluate(batch)).transpose())
-                .collect::<ExecResult<Vec<_>>>()?;
+            let mut args = Vec::with_capacity(self.aggs.len());
+            for a in &self.aggs {
+                a.evaluate(batch, &mut args)?;
+            }
             let p = match &mut partial {
                 Some(p) => p,
                 None => partial.insert(match (decide(&keys), &keys) {
@@ -712,8 +737,9 @@ impl AggregateSink {
             };
             for (acc, spec) in accs.iter_mut().zip(&self.aggs) {
                 acc.resize(1);
-                let arg = spec.arg.as_ref().map(|a| a.evaluate(batch)).transpose()?;
-                acc.update_global(rows, arg.as_ref())?;
+                let mut args = Vec::with_capacity(2);
+                spec.evaluate(batch, &mut args)?;
+                acc.update_global(rows, Args::of(&args))?;
             }
         }
         Ok(states)
@@ -822,6 +848,7 @@ mod tests {
             arg_type,
             distinct,
             constant,
+            second: None,
         };
         let aggs = vec![
             agg(AggFunc::CountStar, None, DataType::Int64, false, None),
@@ -998,6 +1025,7 @@ mod tests {
                         arg_type: DataType::Int64,
                         distinct: false,
                         constant: None,
+                        second: None,
                     },
                     AggSpec {
                         func: AggFunc::Sum,
@@ -1005,6 +1033,7 @@ mod tests {
                         arg_type: DataType::Int64,
                         distinct: false,
                         constant: None,
+                        second: None,
                     },
                 ],
                 schema: Arc::new(Schema::new(fields)),

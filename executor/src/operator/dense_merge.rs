@@ -39,7 +39,7 @@
 
 use morsel_storage::{Column, DataType};
 
-use super::accumulator::Accumulator;
+use super::accumulator::{with_args, Accumulator};
 use super::aggregate::{merge_accs, AggregateSink, Partial};
 use super::group_partitions::{by_partition, Dealt, Piece, ReducedPartition};
 use super::int_groups::{int_bounds, int_key_column, IntTable};
@@ -755,8 +755,8 @@ fn fold_kept(
                 first.see(*index, (morsel, base + row));
                 *index |= o.repeats(*index) << shift;
             }
-            for (acc, arg) in accs.iter_mut().zip(args) {
-                acc.update_at(at, rows, arg.as_ref())?;
+            for (acc, args) in with_args(accs, args) {
+                acc.update_at(at, rows, args)?;
             }
             base += col.len() as u32;
             Ok(())
@@ -780,8 +780,8 @@ fn fold_kept(
             first.see(index, (morsel, base + row));
         }
         if !rows.is_empty() {
-            for (acc, arg) in accs.iter_mut().zip(args) {
-                acc.update_at(at, rows, arg.as_ref())?;
+            for (acc, args) in with_args(accs, args) {
+                acc.update_at(at, rows, args)?;
             }
         }
         base += col.len() as u32;
@@ -803,9 +803,9 @@ fn fold_kept(
                 first.see(index, (morsel, base + row));
             }
             local_of.ids(at, ids);
-            for (acc, arg) in local.iter_mut().zip(args) {
+            for (acc, args) in with_args(local, args) {
                 acc.resize(local_of.groups());
-                acc.update_at(ids, rows, arg.as_ref())?;
+                acc.update_at(ids, rows, args)?;
             }
         }
         base += col.len() as u32;

@@ -162,6 +162,7 @@ mod tests {
 
     use super::FewGroups;
     use crate::operator::accumulator::Accumulator;
+    use crate::operator::states::Args;
 
     /// Each state's result after one batch, by lanes and row by row.
     fn both(
@@ -172,12 +173,12 @@ mod tests {
         arg: Option<&Column>,
     ) -> [Column; 2] {
         let few = FewGroups::of(groups, n).expect("few groups");
-        let mut lanes = Accumulator::new(func, ty, false, None).unwrap();
-        let mut rows = Accumulator::new(func, ty, false, None).unwrap();
+        let mut lanes = Accumulator::new(func, ty, false, None, false).unwrap();
+        let mut rows = Accumulator::new(func, ty, false, None, false).unwrap();
         lanes.resize(n);
         rows.resize(n);
         assert!(lanes.update_few(&few, groups, arg).unwrap());
-        rows.update(groups, arg).unwrap();
+        rows.update(groups, Args::one(arg)).unwrap();
         [lanes.finish().unwrap(), rows.finish().unwrap()]
     }
 
@@ -237,7 +238,7 @@ mod tests {
         let groups = vec![0u32; 32];
         let values = Column::Int64(PrimitiveColumn::from_vec(vec![i64::MAX / 16; 32]));
         let few = FewGroups::of(&groups, 1).unwrap();
-        let mut acc = Accumulator::new(AggFunc::Sum, DataType::Int64, false, None).unwrap();
+        let mut acc = Accumulator::new(AggFunc::Sum, DataType::Int64, false, None, false).unwrap();
         acc.resize(1);
         assert!(acc.update_few(&few, &groups, Some(&values)).is_err());
     }

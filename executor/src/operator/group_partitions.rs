@@ -22,7 +22,7 @@
 
 use morsel_storage::{Batch, Column, DataType};
 
-use super::accumulator::Accumulator;
+use super::accumulator::{with_args, Accumulator};
 use super::aggregate::{
     encode_with_hashes, merge_accs, AggregateSink, BatchKeys, GroupTable, Partial,
 };
@@ -539,10 +539,14 @@ impl AggregateSink {
                             }
                         }
                         local_of.ids(&merge_ids, &mut ids);
-                        for (acc, arg) in local.iter_mut().zip(&b.args) {
-                            let arg = arg.as_ref().map(|c| c.slice(start, end - start));
+                        let sliced: Vec<Option<Column>> = b
+                            .args
+                            .iter()
+                            .map(|a| a.as_ref().map(|c| c.slice(start, end - start)))
+                            .collect();
+                        for (acc, args) in with_args(&mut local, &sliced) {
                             acc.resize(local_of.groups());
-                            acc.update(&ids, arg.as_ref())?;
+                            acc.update(&ids, args)?;
                         }
                     }
                     merge_accs(&mut t.accs, &mut local, t.keys.len(), local_of.mapping())?;

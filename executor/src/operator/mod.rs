@@ -22,4 +22,5 @@ mod pending_rows;
 pub mod project;
 pub mod range_index;
 pub mod sort;
+mod states;
 pub mod window;

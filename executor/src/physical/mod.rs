@@ -699,7 +699,12 @@ fn agg_spec(ctx: &ExecContext, e: &Expr, schema: &PlanSchema) -> ExecResult<AggS
             distinct,
         } => {
             let arg = args.first();
+            let second = match args.get(1) {
+                Some(e) if func.takes_two_columns() => Some(phys(ctx, e, schema)?),
+                _ => None,
+            };
             let constant = match args.get(1) {
+                _ if second.is_some() => None,
                 Some(Expr::Literal(v)) => Some(v.clone()),
                 Some(other) => {
                     return Err(ExecError::Internal(format!(
@@ -718,6 +723,7 @@ fn agg_spec(ctx: &ExecContext, e: &Expr, schema: &PlanSchema) -> ExecResult<AggS
                 },
                 distinct,
                 constant,
+                second,
             })
         }
         other => Err(ExecError::Internal(format!("{other} is not an aggregate"))),

@@ -269,11 +269,19 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
             args,
             distinct,
         } => {
-            func.check_arity(args.len()).map_err(PlanError::Invalid)?;
+            // first / last take a FILTER mask as a second argument.
+            let masked = matches!(func, AggFunc::First | AggFunc::Last) && args.len() == 2;
+            if !masked {
+                func.check_arity(args.len()).map_err(PlanError::Invalid)?;
+            }
             let mut out = Vec::with_capacity(args.len());
             for (n, a) in args.into_iter().enumerate() {
                 let (a, t) = typed(a, schema)?;
-                if n == 1 {
+                if n == 1 && masked {
+                    out.push(boolean(a, schema, func.name())?);
+                    continue;
+                }
+                if n == 1 && !func.takes_two_columns() {
                     // The constant second argument: a fraction or a separator.
                     out.push(constant_agg_arg(func, a, t)?);
                     continue;
@@ -296,6 +304,7 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
                     | AggFunc::VarPop
                     | AggFunc::Median
                     | AggFunc::QuantileCont
+                    | AggFunc::Product
                         if !t.is_numeric() && t != DataType::Null =>
                     {
                         return Err(PlanError::mismatch(format!(
@@ -309,7 +318,18 @@ pub fn coerce(expr: Expr, schema: &PlanSchema) -> PlanResult<Expr> {
                     | AggFunc::VarSamp
                     | AggFunc::VarPop
                     | AggFunc::Median
-                    | AggFunc::QuantileCont => cast(a, t, DataType::Float64)?,
+                    | AggFunc::QuantileCont
+                    | AggFunc::Product => cast(a, t, DataType::Float64)?,
+                    f if f.is_two_column_statistic() => {
+                        if !t.is_numeric() && t != DataType::Null {
+                            return Err(PlanError::mismatch(format!(
+                                "{}() expects numbers, got {} ({a})",
+                                func.name(),
+                                t.sql_name()
+                            )));
+                        }
+                        cast(a, t, DataType::Float64)?
+                    }
                     AggFunc::BoolAnd | AggFunc::BoolOr => boolean(a, schema, func.name())?,
                     AggFunc::StringAgg => cast(a, t, DataType::Utf8)?,
                     _ => a,
@@ -1072,7 +1092,28 @@ impl Expr {
                     DataType::Float64 => DataType::Float64,
                     _ => DataType::Int64,
                 },
-                AggFunc::Min | AggFunc::Max | AggFunc::Single => args[0].data_type(schema)?,
+                AggFunc::Min
+                | AggFunc::Max
+                | AggFunc::Single
+                | AggFunc::First
+                | AggFunc::Last
+                | AggFunc::AnyValue
+                | AggFunc::ArgMin
+                | AggFunc::ArgMax
+                | AggFunc::Mode => args[0].data_type(schema)?,
+                AggFunc::RegrCount => DataType::Int64,
+                AggFunc::Product
+                | AggFunc::CovarPop
+                | AggFunc::CovarSamp
+                | AggFunc::Corr
+                | AggFunc::RegrAvgX
+                | AggFunc::RegrAvgY
+                | AggFunc::RegrSlope
+                | AggFunc::RegrIntercept
+                | AggFunc::RegrR2
+                | AggFunc::RegrSxx
+                | AggFunc::RegrSyy
+                | AggFunc::RegrSxy => DataType::Float64,
                 AggFunc::StddevSamp
                 | AggFunc::StddevPop
                 | AggFunc::VarSamp
@@ -1093,7 +1134,7 @@ impl Expr {
             Expr::Literal(v) => v.is_null(),
             Expr::IsNull(_) | Expr::IsNotNull(_) => false,
             Expr::Aggregate {
-                func: AggFunc::Count | AggFunc::CountStar,
+                func: AggFunc::Count | AggFunc::CountStar | AggFunc::RegrCount,
                 ..
             } => false,
             Expr::Alias { expr, .. }

@@ -391,6 +391,35 @@ pub enum AggFunc {
     /// The value of a scalar subquery: the group's only value, NULL for no rows, an error for
     /// more than one row.
     Single,
+    /// `first(x)` / `last(x)`: the value (NULL included) of the group's first or last row in
+    /// input order. An optional second argument is a FILTER mask: rows where it is not true
+    /// are skipped.
+    First,
+    Last,
+    /// `any_value(x)`: the group's first non-NULL value.
+    AnyValue,
+    /// `arg_min(x, y)` / `arg_max(x, y)`: `x` of the row with the least / greatest `y`, over
+    /// the rows where neither is NULL; of tied rows, the first.
+    ArgMin,
+    ArgMax,
+    /// `mode(x)`: the most frequent non-NULL value; of tied values, the first seen.
+    Mode,
+    /// `product(x)`: the DOUBLE product of the non-NULL values.
+    Product,
+    /// The two-column statistics, `func(y, x)` over the rows where neither is NULL:
+    /// covariances, Pearson's correlation and the linear-regression family.
+    CovarPop,
+    CovarSamp,
+    Corr,
+    RegrCount,
+    RegrAvgX,
+    RegrAvgY,
+    RegrSlope,
+    RegrIntercept,
+    RegrR2,
+    RegrSxx,
+    RegrSyy,
+    RegrSxy,
 }
 
 impl AggFunc {
@@ -411,14 +440,78 @@ impl AggFunc {
             AggFunc::BoolAnd => "bool_and",
             AggFunc::BoolOr => "bool_or",
             AggFunc::Single => "single_value",
+            AggFunc::First => "first",
+            AggFunc::Last => "last",
+            AggFunc::AnyValue => "any_value",
+            AggFunc::ArgMin => "arg_min",
+            AggFunc::ArgMax => "arg_max",
+            AggFunc::Mode => "mode",
+            AggFunc::Product => "product",
+            AggFunc::CovarPop => "covar_pop",
+            AggFunc::CovarSamp => "covar_samp",
+            AggFunc::Corr => "corr",
+            AggFunc::RegrCount => "regr_count",
+            AggFunc::RegrAvgX => "regr_avgx",
+            AggFunc::RegrAvgY => "regr_avgy",
+            AggFunc::RegrSlope => "regr_slope",
+            AggFunc::RegrIntercept => "regr_intercept",
+            AggFunc::RegrR2 => "regr_r2",
+            AggFunc::RegrSxx => "regr_sxx",
+            AggFunc::RegrSyy => "regr_syy",
+            AggFunc::RegrSxy => "regr_sxy",
         }
+    }
+
+    /// Whether the second argument is a column like the first (`arg_min`, `corr`, ...), not
+    /// a constant (`quantile_cont`'s fraction, `string_agg`'s separator).
+    pub fn takes_two_columns(self) -> bool {
+        self.is_two_column_statistic()
+            || matches!(
+                self,
+                AggFunc::ArgMin | AggFunc::ArgMax | AggFunc::First | AggFunc::Last
+            )
+    }
+
+    /// `covar_pop` ... `regr_sxy`: functions of the co-moments of two DOUBLE columns.
+    pub fn is_two_column_statistic(self) -> bool {
+        matches!(
+            self,
+            AggFunc::CovarPop
+                | AggFunc::CovarSamp
+                | AggFunc::Corr
+                | AggFunc::RegrCount
+                | AggFunc::RegrAvgX
+                | AggFunc::RegrAvgY
+                | AggFunc::RegrSlope
+                | AggFunc::RegrIntercept
+                | AggFunc::RegrR2
+                | AggFunc::RegrSxx
+                | AggFunc::RegrSyy
+                | AggFunc::RegrSxy
+        )
+    }
+
+    /// Whether the answer depends on the order of the group's rows beyond float rounding,
+    /// so that `func(x ORDER BY y)` must see its input sorted.
+    pub fn depends_on_order(self) -> bool {
+        matches!(
+            self,
+            AggFunc::StringAgg
+                | AggFunc::First
+                | AggFunc::Last
+                | AggFunc::AnyValue
+                | AggFunc::ArgMin
+                | AggFunc::ArgMax
+                | AggFunc::Mode
+        )
     }
 
     /// How many arguments the function takes (`count(*)` takes none).
     pub fn arity(self) -> usize {
         match self {
             AggFunc::CountStar => 0,
-            AggFunc::QuantileCont | AggFunc::StringAgg => 2,
+            AggFunc::QuantileCont | AggFunc::StringAgg | AggFunc::ArgMin | AggFunc::ArgMax => 2,
+            f if f.is_two_column_statistic() => 2,
             _ => 1,
         }
     }

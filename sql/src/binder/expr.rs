@@ -487,9 +487,9 @@ impl Binder<'_> {
         }
         if let Some(order) = order {
             match kind {
-                // The one aggregate whose answer depends on its input's order: the block
-                // sorts its input by this ORDER BY before aggregating.
-                FunctionKind::Aggregate(AggFunc::StringAgg) => {
+                // Aggregates whose answer depends on their input's order: the block sorts
+                // its input by this ORDER BY before aggregating.
+                FunctionKind::Aggregate(a) if a.depends_on_order() => {
                     self.aggregate_orders.borrow_mut().push(order.clone())
                 }
                 // The others' answers do not depend on it.
@@ -519,6 +519,11 @@ impl Binder<'_> {
                     }
                 };
                 func.check_arity(args.len()).map_err(SqlError::invalid)?;
+                if distinct && args.len() == 2 && func.takes_two_columns() {
+                    return Err(SqlError::unsupported(format!(
+                        "DISTINCT in {name}(), which takes two columns"
+                    )));
+                }
                 let (func, args) = match &f.filter {
                     // agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): aggregates skip
                     // NULLs, and count(*) counts the rows where c holds.
@@ -534,6 +539,12 @@ impl Binder<'_> {
                                 AggFunc::Count,
                                 vec![when(Expr::Literal(ScalarValue::Int32(1)))],
                             )
+                        } else if matches!(func, AggFunc::First | AggFunc::Last) && !distinct {
+                            // These keep NULLs, so the filter goes along as a mask (their
+                            // DISTINCT forms skip NULLs, as other aggregates do).
+                            let mut args = args;
+                            args.push(cond);
+                            (func, args)
                         } else {
                             let mut args = args;
                             args[0] = when(args[0].clone());
